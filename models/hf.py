@@ -1,0 +1,172 @@
+"""Parse a Hugging Face style config.json into the architecture dataclasses of this package.
+
+Supported model_type values: llama, mistral, mixtral, gpt2, gptj, bert, vit, resnet. Errors name
+the file, the field and what would be valid; they are ValueError subclasses so the package has
+no dependency on planner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models.decoder import DecoderConfig
+from models.encoder import BertConfig
+from models.vision import ResNetConfig, ViTConfig
+
+MODEL_TYPES = ("llama", "mistral", "mixtral", "gpt2", "gptj", "bert", "vit", "resnet")
+
+
+class ConfigFieldError(ValueError):
+    """A missing or bad field of a model config."""
+
+
+class _Fields:
+    """Typed access to the fields of one config, with errors naming the origin and field."""
+
+    def __init__(self, raw: dict[str, Any], origin: str):
+        self.raw, self.origin = raw, origin
+        self.model_type = raw.get("model_type")
+
+    def _fail(self, key: str, why: str) -> ConfigFieldError:
+        return ConfigFieldError(f"{self.origin}: field '{key}' {why} (model_type {self.model_type})")
+
+    def int(self, key: str, default: Any = ..., minimum: int = 1) -> int | None:
+        value = self.raw.get(key, default)
+        if value is ...:
+            raise self._fail(key, "is missing")
+        if value is None and default is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self._fail(key, f"must be an integer >= {minimum}, got {value!r}")
+        return value
+
+    def float(self, key: str, default: Any = ...) -> float:
+        value = self.raw.get(key, default)
+        if value is ...:
+            raise self._fail(key, "is missing")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise self._fail(key, f"must be a positive number, got {value!r}")
+        return float(value)
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.raw.get(key, default)
+        if not isinstance(value, bool):
+            raise self._fail(key, f"must be true or false, got {value!r}")
+        return value
+
+    def int_list(self, key: str) -> tuple[int, ...]:
+        value = self.raw.get(key, ...)
+        if value is ...:
+            raise self._fail(key, "is missing")
+        if not isinstance(value, list) or not value or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
+            raise self._fail(key, f"must be a non-empty list of positive integers, got {value!r}")
+        return tuple(value)
+
+    def labels(self) -> int:
+        if "num_labels" in self.raw:
+            return self.int("num_labels")
+        if isinstance(self.raw.get("id2label"), dict) and self.raw["id2label"]:
+            return len(self.raw["id2label"])
+        return 1000
+
+    def divides(self, small_key: str, small: int, big_key: str, big: int) -> None:
+        if big % small:
+            raise self._fail(small_key, f"({small}) must divide '{big_key}' ({big})")
+
+
+def _llama_like(f: _Fields) -> DecoderConfig:
+    d, heads = f.int("hidden_size"), f.int("num_attention_heads")
+    kv = f.int("num_key_value_heads", heads)
+    f.divides("num_key_value_heads", kv, "num_attention_heads", heads)
+    head_dim = f.raw.get("head_dim") or None
+    if head_dim is None:
+        f.divides("num_attention_heads", heads, "hidden_size", d)
+        head_dim = d // heads
+    else:
+        head_dim = f.int("head_dim")
+    experts = f.int("num_local_experts", 0, minimum=0) if f.model_type == "mixtral" else 0
+    top_k = f.int("num_experts_per_tok", 2) if experts else 0
+    if experts and top_k > experts:
+        raise f._fail("num_experts_per_tok", f"({top_k}) must not exceed num_local_experts ({experts})")
+    window = f.int("sliding_window", None) if f.model_type in ("mistral", "mixtral") else None
+    return DecoderConfig(
+        vocab_size=f.int("vocab_size"), hidden_size=d, num_layers=f.int("num_hidden_layers"), num_heads=heads,
+        num_kv_heads=kv, head_dim=head_dim, intermediate_size=f.int("intermediate_size"), mlp="gated_silu",
+        norm="rms", norm_eps=f.float("rms_norm_eps", 1e-6), position="rope", rotary_dim=head_dim,
+        rope_theta=f.float("rope_theta", 10000.0), max_position_embeddings=f.int("max_position_embeddings", 4096),
+        qkv_bias=f.bool("attention_bias", False), out_bias=f.bool("attention_bias", False),
+        mlp_bias=f.bool("mlp_bias", False), lm_head_bias=False, tie_embeddings=f.bool("tie_word_embeddings", False),
+        parallel_block=False, fused_qkv=False, num_experts=experts, experts_per_token=top_k, sliding_window=window)
+
+
+def _gpt2(f: _Fields) -> DecoderConfig:
+    d, heads = f.int("n_embd"), f.int("n_head")
+    f.divides("n_head", heads, "n_embd", d)
+    return DecoderConfig(
+        vocab_size=f.int("vocab_size"), hidden_size=d, num_layers=f.int("n_layer"), num_heads=heads,
+        num_kv_heads=heads, head_dim=d // heads, intermediate_size=f.int("n_inner", None) or 4 * d, mlp="gelu",
+        norm="layer", norm_eps=f.float("layer_norm_epsilon", 1e-5), position="learned", rotary_dim=0,
+        rope_theta=1.0, max_position_embeddings=f.int("n_positions", 1024), qkv_bias=True, out_bias=True,
+        mlp_bias=True, lm_head_bias=False, tie_embeddings=f.bool("tie_word_embeddings", True),
+        parallel_block=False, fused_qkv=True)
+
+
+def _gptj(f: _Fields) -> DecoderConfig:
+    d, heads = f.int("n_embd"), f.int("n_head")
+    f.divides("n_head", heads, "n_embd", d)
+    rotary = f.int("rotary_dim", d // heads)
+    if rotary > d // heads or rotary % 2:
+        raise f._fail("rotary_dim", f"must be even and at most the head dim {d // heads}, got {rotary}")
+    return DecoderConfig(
+        vocab_size=f.int("vocab_size"), hidden_size=d, num_layers=f.int("n_layer"), num_heads=heads,
+        num_kv_heads=heads, head_dim=d // heads, intermediate_size=f.int("n_inner", None) or 4 * d, mlp="gelu",
+        norm="layer", norm_eps=f.float("layer_norm_epsilon", 1e-5), position="rope", rotary_dim=rotary,
+        rope_theta=10000.0, max_position_embeddings=f.int("n_positions", 2048), qkv_bias=False, out_bias=False,
+        mlp_bias=True, lm_head_bias=True, tie_embeddings=f.bool("tie_word_embeddings", False),
+        parallel_block=True, fused_qkv=False)
+
+
+def _bert(f: _Fields) -> BertConfig:
+    d, heads = f.int("hidden_size"), f.int("num_attention_heads")
+    f.divides("num_attention_heads", heads, "hidden_size", d)
+    return BertConfig(vocab_size=f.int("vocab_size"), hidden_size=d, num_layers=f.int("num_hidden_layers"),
+                      num_heads=heads, intermediate_size=f.int("intermediate_size"),
+                      max_position_embeddings=f.int("max_position_embeddings", 512),
+                      type_vocab_size=f.int("type_vocab_size", 2), norm_eps=f.float("layer_norm_eps", 1e-12))
+
+
+def _vit(f: _Fields) -> ViTConfig:
+    d, heads = f.int("hidden_size"), f.int("num_attention_heads")
+    f.divides("num_attention_heads", heads, "hidden_size", d)
+    image, patch = f.int("image_size", 224), f.int("patch_size", 16)
+    f.divides("patch_size", patch, "image_size", image)
+    return ViTConfig(hidden_size=d, num_layers=f.int("num_hidden_layers"), num_heads=heads,
+                     intermediate_size=f.int("intermediate_size"), patch_size=patch, image_size=image,
+                     num_channels=f.int("num_channels", 3), num_labels=f.labels(),
+                     norm_eps=f.float("layer_norm_eps", 1e-12))
+
+
+def _resnet(f: _Fields) -> ResNetConfig:
+    if f.raw.get("layer_type", "bottleneck") != "bottleneck":
+        raise f._fail("layer_type", f"must be 'bottleneck', got {f.raw.get('layer_type')!r}")
+    depths, sizes = f.int_list("depths"), f.int_list("hidden_sizes")
+    if len(depths) != len(sizes):
+        raise f._fail("hidden_sizes", f"must have one entry per stage in 'depths' ({len(depths)})")
+    return ResNetConfig(depths=depths, hidden_sizes=sizes, embedding_size=f.int("embedding_size", 64),
+                        num_labels=f.labels(), image_size=f.int("image_size", 224))
+
+
+_PARSERS = {"llama": ("decoder", _llama_like), "mistral": ("decoder", _llama_like),
+            "mixtral": ("decoder", _llama_like), "gpt2": ("decoder", _gpt2), "gptj": ("decoder", _gptj),
+            "bert": ("encoder", _bert), "vit": ("vision", _vit), "resnet": ("vision", _resnet)}
+
+
+def parse(raw: Any, origin: str) -> tuple[str, DecoderConfig | BertConfig | ResNetConfig | ViTConfig]:
+    """Return (family, config) from a parsed config.json; family is "decoder", "encoder" or "vision"."""
+    if not isinstance(raw, dict):
+        raise ConfigFieldError(f"{origin}: a config must be a JSON object, got {type(raw).__name__}")
+    model_type = raw.get("model_type")
+    if model_type not in _PARSERS:
+        raise ConfigFieldError(f"{origin}: field 'model_type' is {model_type!r}; valid: {', '.join(MODEL_TYPES)}")
+    family, parser = _PARSERS[model_type]
+    return family, parser(_Fields(raw, origin))

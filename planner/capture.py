@@ -1,0 +1,242 @@
+"""Capture the aten-level op graph of a PyTorch workload on meta tensors.
+
+A model built on the meta device holds no storage, so running it costs no memory whatever its
+size; a TorchDispatchMode sees every aten op below autograd (forward and backward) and records
+its name, owning module, phase, arguments (tensors as shapes, dtypes and touched elements) and
+outputs. Nothing is sampled: every op that runs is recorded.
+
+Two substitutions make the captured graph the one a serving or training engine runs:
+- scaled_dot_product_attention is routed to the fused flash-attention aten op (on meta, torch
+  would otherwise decompose it into bmm + softmax, which reads and writes the score matrix);
+- the AdamW update is the fused multi-tensor op `_fused_adamw_` (see planner/graphs.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.module_tracker import ModuleTracker
+
+PHASES = ("forward", "backward", "optimizer")
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMeta:
+    """Shape and storage facts of one tensor argument or result."""
+
+    shape: tuple[int, ...]
+    """Sizes of each dimension."""
+    dtype: str
+    """torch dtype name as captured, e.g. "bfloat16"."""
+    bits: int
+    """Width of one element in bits as counted (the workload's logical dtype for its floats)."""
+    touched: int
+    """Distinct storage elements addressed: dimensions with stride 0 (broadcast) count once."""
+
+    @property
+    def numel(self) -> int:
+        """Number of logical elements (product of the shape)."""
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def bytes(self) -> float:
+        """Bytes of storage touched: touched elements x bits / 8."""
+        return self.touched * self.bits / 8
+
+
+@dataclass(frozen=True, slots=True)
+class OpRecord:
+    """One executed aten op."""
+
+    op: str
+    """Overload name, e.g. "aten.mm.default"."""
+    packet: str
+    """Op name without overload, e.g. "aten.mm": the key of the counting registry."""
+    module: str
+    """Fully qualified name of the innermost module running it ("" for the top level)."""
+    phase: str
+    """"forward", "backward" or "optimizer"."""
+    args: tuple[tuple[str, Any], ...]
+    """(schema argument name, value); tensors as TensorMeta, tensor lists as tuples of them."""
+    outputs: tuple[TensorMeta, ...]
+    """Tensor results, flattened in order."""
+    mutates: tuple[str, ...]
+    """Names of arguments the op writes in place (from its schema)."""
+    is_view: bool
+    """True when every result aliases an input without writing it (a view or metadata op)."""
+
+    def arg(self, name: str, default: Any = None) -> Any:
+        """Return the argument called `name` in the op's schema, or `default` if absent."""
+        for key, value in self.args:
+            if key == name:
+                return value
+        return default
+
+    def tensors(self) -> list[TensorMeta]:
+        """Return every tensor argument, tensor lists flattened, in schema order."""
+        found: list[TensorMeta] = []
+        for _, value in self.args:
+            if isinstance(value, TensorMeta):
+                found.append(value)
+            elif isinstance(value, tuple):
+                found.extend(v for v in value if isinstance(v, TensorMeta))
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class OpGraph:
+    """The ops of one workload, in execution order, with what produced them."""
+
+    records: tuple[OpRecord, ...]
+    """Every executed aten op."""
+    dtype: str
+    """Logical dtype name the floats are counted at, e.g. "bf16"."""
+
+
+def _touched(t: torch.Tensor) -> int:
+    # Broadcast (stride-0) dimensions address the same storage: count them once.
+    n = 1
+    for size, stride in zip(t.shape, t.stride()):
+        if stride != 0:
+            n *= size
+    return n if t.numel() else 0
+
+
+class _Recorder(TorchDispatchMode):
+    """Records every aten op that reaches the dispatcher."""
+
+    def __init__(self, tracker: ModuleTracker, capture_dtype: torch.dtype, logical_bits: int):
+        super().__init__()
+        self.records: list[OpRecord] = []
+        self.phase = "forward"
+        self._tracker = tracker
+        self._capture_dtype = capture_dtype
+        self._logical_bits = logical_bits
+        self._schema_cache: dict[Any, tuple[tuple[str, ...], tuple[str, ...], bool]] = {}
+
+    def _meta(self, t: torch.Tensor) -> TensorMeta:
+        bits = self._logical_bits if t.dtype == self._capture_dtype else t.element_size() * 8
+        return TensorMeta(tuple(t.shape), str(t.dtype).removeprefix("torch."), bits, _touched(t))
+
+    def _value(self, v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return self._meta(v)
+        if isinstance(v, (list, tuple)):
+            return tuple(self._value(x) for x in v)
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        return str(v)
+
+    def _schema(self, func) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+        cached = self._schema_cache.get(func)
+        if cached is None:
+            schema = func._schema
+            names = tuple(a.name for a in schema.arguments)
+            mutates = tuple(a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write)
+            rets = schema.returns
+            is_view = bool(rets) and not mutates and all(
+                r.alias_info is not None and not r.alias_info.is_write for r in rets)
+            cached = (names, mutates, is_view)
+            self._schema_cache[func] = cached
+        return cached
+
+    def _module(self) -> str:
+        parents = self._tracker.parents
+        inner = max(parents, key=lambda n: (n.count("."), len(n)))
+        if inner == "Global":
+            return ""
+        _, _, fqn = inner.partition(".")
+        return fqn
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        names, mutates, is_view = self._schema(func)
+        values = list(zip(names, args)) + [(k, kwargs[k]) for k in names if k in kwargs]
+        flat_out = out if isinstance(out, (tuple, list)) else (out,)
+        phase = self.phase
+        if phase == "forward" and self._tracker.is_bw:
+            phase = "backward"
+        self.records.append(OpRecord(
+            op=str(func),
+            packet=str(func.overloadpacket),
+            module=self._module(),
+            phase=phase,
+            args=tuple((k, self._value(v)) for k, v in values),
+            outputs=tuple(self._meta(o) for o in flat_out if isinstance(o, torch.Tensor)),
+            mutates=mutates,
+            is_view=is_view,
+        ))
+        return out
+
+
+def _fused_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Run attention as the fused flash-attention kernel; with a mask, the memory-efficient one.
+
+    Shapes: query [B, Hq, Sq, D], key/value [B, Hkv, Sk, D]; Hkv divides Hq (grouped-query
+    attention is native in the fused kernels: K and V are never repeated in memory).
+    """
+    if attn_mask is None:
+        out = torch.ops.aten._scaled_dot_product_flash_attention(
+            query, key, value, dropout_p, is_causal, False, scale=scale)
+        return out[0]
+    out = torch.ops.aten._scaled_dot_product_efficient_attention(
+        query, key, value, attn_mask, False, dropout_p, is_causal, scale=scale)
+    return out[0]
+
+
+class _FusedAttention(TorchFunctionMode):
+    """Routes F.scaled_dot_product_attention to the fused aten kernels while capturing."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.scaled_dot_product_attention:
+            return _fused_sdpa(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
+@dataclass
+class Capture:
+    """Handle given to the body of `capturing`: set `phase` to "optimizer" around the update."""
+
+    _recorder: _Recorder
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Label the ops run inside the block with phase `name` (one of PHASES)."""
+        previous = self._recorder.phase
+        self._recorder.phase = name
+        try:
+            yield
+        finally:
+            self._recorder.phase = previous
+
+
+@contextlib.contextmanager
+def capturing(capture_dtype: torch.dtype, logical_bits: int) -> Iterator[tuple[Capture, list[OpRecord]]]:
+    """Record every aten op run inside the block.
+
+    Yields (handle, records): `records` fills as ops run. Floats of `capture_dtype` are counted at
+    `logical_bits` per element; other tensors at their own width.
+    """
+    tracker = ModuleTracker()
+    recorder = _Recorder(tracker, capture_dtype, logical_bits)
+    with tracker, _FusedAttention(), recorder:
+        yield Capture(recorder), recorder.records
+
+
+def capture(fn: Callable[[Capture], Any], capture_dtype: torch.dtype, logical_bits: int, dtype: str) -> OpGraph:
+    """Run `fn(handle)` under capture and return its OpGraph (ops in execution order)."""
+    with capturing(capture_dtype, logical_bits) as (handle, records):
+        fn(handle)
+    return OpGraph(records=tuple(records), dtype=dtype)

@@ -1,0 +1,196 @@
+"""The op graph of a model's workload: inference prefill, a decode step with its KV cache, a forward
+pass of a non-generative model, or a training step (forward, backward, AdamW update).
+
+Everything runs on the meta device: building a 405B model allocates no weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F
+
+from planner.capture import Capture, OpGraph, capture
+from planner.dtypes import DType, get_dtype
+from planner.errors import ConfigError, UnsupportedError
+from planner.zoo import Model
+
+MODES = ("inference", "prefill", "decode", "forward", "training")
+_DEFAULT_TOKENS = {"decoder": 2048, "encoder": 128}
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What to run: mode and sizes. None means the model family's default."""
+
+    mode: str = "inference"
+    """"prefill", "decode", "forward", "training", or "inference" (prefill for LMs, forward otherwise)."""
+    batch: int = 1
+    """Sequences or images per step (the micro-batch in training)."""
+    seq_len: int | None = None
+    """Prompt length (prefill), sequence length (encoders, training)."""
+    context_len: int | None = None
+    """Decode: tokens already in the KV cache; the step adds one."""
+    image_size: int | None = None
+    """Vision: image side in pixels."""
+    dtype: str = "bf16"
+    """Logical dtype name (see planner.dtypes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadGraph:
+    """A captured workload."""
+
+    model: Model
+    workload: Workload
+    """The workload with every default filled in."""
+    graph: OpGraph
+    params: int
+    """Parameters of the model (tied weights once)."""
+    active_params: int
+    """Parameters one token uses (MoE: only the experts it is routed to)."""
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+
+def resolve_workload(model: Model, w: Workload) -> Workload:
+    """Return `w` with the mode made concrete and defaults filled; raise on impossible sizes."""
+    get_dtype(w.dtype)
+    if w.mode not in MODES:
+        raise ConfigError(f"unknown mode '{w.mode}'; valid modes: {', '.join(MODES)}")
+    for name in ("batch", "seq_len", "context_len", "image_size"):
+        _positive(name, getattr(w, name))
+    mode = w.mode
+    if mode == "inference":
+        mode = "prefill" if model.family == "decoder" else "forward"
+    if model.family == "decoder" and mode == "forward":
+        mode = "prefill"
+    if model.family != "decoder" and mode in ("prefill", "decode"):
+        raise UnsupportedError(f"mode '{mode}' needs a generative decoder; {model.name} is a {model.family} "
+                               "model: use --mode inference or training")
+    cfg = model.config
+    seq, ctx, image = w.seq_len, w.context_len, w.image_size
+    if model.family in _DEFAULT_TOKENS:
+        limit = cfg.max_position_embeddings
+        seq = seq or min(_DEFAULT_TOKENS[model.family], limit)
+        if mode == "decode":
+            ctx = ctx or min(_DEFAULT_TOKENS["decoder"], limit - 1)
+        used = (ctx + 1) if mode == "decode" else seq
+        # a learned position table is a hard limit; rotary positions extrapolate (at a quality cost)
+        learned = model.family == "encoder" or cfg.position == "learned"
+        if learned and used > limit:
+            raise ConfigError(f"{model.name} has {limit} positions; this workload needs {used}")
+    if model.family == "vision":
+        image = image or cfg.image_size
+        if hasattr(cfg, "patch_size") and image != cfg.image_size:
+            raise ConfigError(f"{model.name} was built for {cfg.image_size}-pixel images (its position table is "
+                              f"fixed); got image_size {image}")
+        if image < 32:
+            raise ConfigError(f"image_size must be at least 32 pixels, got {image}")
+    return replace(w, mode=mode, seq_len=seq if model.family in _DEFAULT_TOKENS else None,
+                   context_len=ctx if mode == "decode" else None,
+                   image_size=image if model.family == "vision" else None)
+
+
+def _adamw_states(params: list[torch.nn.Parameter], dt: DType):
+    """Optimizer state on meta: fp32 moments, and fp32 master weights unless training in fp32."""
+    mixed = params and params[0].dtype != torch.float32
+    master = [torch.empty(p.shape, dtype=torch.float32, device="meta") for p in params] if mixed else None
+    m = [torch.empty(p.shape, dtype=torch.float32, device="meta") for p in params]
+    v = [torch.empty(p.shape, dtype=torch.float32, device="meta") for p in params]
+    steps = [torch.empty((), dtype=torch.float32, device="meta") for _ in params]
+    return master, m, v, steps
+
+
+def _adamw_step(params, master, m, v, steps) -> None:
+    # Mixed precision (as Megatron and FSDP do it): grads are cast to fp32, the fused AdamW kernel
+    # updates the fp32 master weights and moments, and the low-precision weights are copied back.
+    live = [(i, p) for i, p in enumerate(params) if p.grad is not None]
+    if master is None:
+        torch._fused_adamw_([p.data for _, p in live], [p.grad for _, p in live], [m[i] for i, _ in live],
+                            [v[i] for i, _ in live], [], [steps[i] for i, _ in live], lr=1e-4, beta1=0.9,
+                            beta2=0.95, weight_decay=0.1, eps=1e-8, amsgrad=False, maximize=False)
+        return
+    grads = [p.grad.float() for _, p in live]
+    weights = [master[i] for i, _ in live]
+    torch._fused_adamw_(weights, grads, [m[i] for i, _ in live], [v[i] for i, _ in live], [],
+                        [steps[i] for i, _ in live], lr=1e-4, beta1=0.9, beta2=0.95, weight_decay=0.1, eps=1e-8,
+                        amsgrad=False, maximize=False)
+    for (_, p), w in zip(live, weights):
+        p.data.copy_(w)
+
+
+def _loss(model: Model, out, labels: torch.Tensor | None) -> torch.Tensor:
+    if model.family == "decoder":
+        # next-token loss over every position, in fp32 as training code computes it
+        return F.cross_entropy(out.float().flatten(0, 1), labels.flatten())
+    if model.family == "vision":
+        return F.cross_entropy(out.float(), labels)
+    # encoders and custom models: a regression objective on every floating output, so that every
+    # parameter that feeds an output gets a gradient
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    floats = [o for o in outs if isinstance(o, torch.Tensor) and o.is_floating_point()]
+    if not floats:
+        raise UnsupportedError(f"{model.name}: training needs a floating-point output to build a loss from")
+    return sum(o.float().pow(2).mean() for o in floats)
+
+
+def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
+    """Capture the op graph of `workload` on `model` (meta tensors: nothing is allocated)."""
+    w = resolve_workload(model, workload)
+    dt = get_dtype(w.dtype)
+    with torch.device("meta"):
+        if model.factory is not None:
+            module, inputs = model.factory()
+        else:
+            module, inputs = model.build(), ()
+    module = module.to(device="meta", dtype=dt.capture)
+    training = w.mode == "training"
+    module.train(training)
+    params = list(module.parameters())
+    total = sum(p.numel() for p in params)
+    active = total
+    if model.family == "decoder" and model.config.num_experts:
+        expert = sum(p.numel() for p in module.layers[0].mlp.experts[0].parameters())
+        active = total - model.config.num_layers * (model.config.num_experts - model.config.experts_per_token) * expert
+
+    b, meta = w.batch, "meta"
+    labels = None
+    call: dict = {}
+    if model.family == "custom":
+        args = tuple(x.to(meta) if isinstance(x, torch.Tensor) else x for x in inputs)
+    elif model.family == "vision":
+        args = (torch.empty((b, 3, w.image_size, w.image_size), dtype=dt.capture, device=meta),)
+        labels = torch.empty((b,), dtype=torch.long, device=meta)
+    elif model.family == "encoder":
+        args = (torch.empty((b, w.seq_len), dtype=torch.long, device=meta),)
+    elif w.mode == "decode":
+        args = (torch.empty((b, 1), dtype=torch.long, device=meta),)
+        call = dict(kv_cache=module.new_kv_cache(b, w.context_len + 1, dt.capture, meta), position=w.context_len,
+                    all_logits=False)
+    elif w.mode == "prefill":
+        args = (torch.empty((b, w.seq_len), dtype=torch.long, device=meta),)
+        call = dict(kv_cache=module.new_kv_cache(b, w.seq_len, dt.capture, meta), position=0, all_logits=False)
+    else:  # decoder training
+        args = (torch.empty((b, w.seq_len), dtype=torch.long, device=meta),)
+        labels = torch.empty((b, w.seq_len), dtype=torch.long, device=meta)
+    states = _adamw_states(params, dt) if training else None
+
+    def run(cap: Capture) -> None:
+        if not training:
+            with torch.no_grad():
+                module(*args, **call)
+            return
+        _loss(model, module(*args, **call), labels).backward()
+        with cap.phase("optimizer"):
+            _adamw_step(params, *states)
+
+    try:
+        graph = capture(run, dt.capture, dt.bits, dt.name)
+    except (RuntimeError, ValueError, TypeError, NotImplementedError) as exc:
+        raise UnsupportedError(f"{model.name}: the {w.mode} workload failed on meta tensors: {exc}") from None
+    return WorkloadGraph(model=model, workload=w, graph=graph, params=total, active_params=active)

@@ -1,0 +1,35 @@
+"""Named SI and binary multipliers, and formatting of SI quantities for people.
+
+Inside the library every quantity is a float in SI base units (FLOP, bytes, seconds, watts,
+joules, USD). Human units appear only in data-file keys and at the CLI and app edges.
+"""
+
+KILO = 1e3
+MEGA = 1e6
+GIGA = 1e9
+TERA = 1e12
+PETA = 1e15
+
+KB = 1e3
+MB = 1e6
+GB = 1e9
+TB = 1e12
+KIB = 2**10
+MIB = 2**20
+GIB = 2**30
+
+_SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def si(value: float, unit: str = "", digits: int = 3) -> str:
+    """Return `value` with an SI prefix, e.g. si(1.3e12, "FLOP") == "1.30 TFLOP"."""
+    magnitude = abs(value)
+    for scale, prefix in _SI_PREFIXES:
+        if magnitude >= scale:
+            return f"{value / scale:.{digits - 1}f} {prefix}{unit}".rstrip()
+    return f"{value:.{digits - 1}f} {unit}".rstrip()
+
+
+def count(value: float) -> str:
+    """Return an integer with thousands separators, e.g. count(6738415616) == "6,738,415,616"."""
+    return f"{int(round(value)):,}"
