@@ -100,7 +100,7 @@ class Attention(nn.Module):
         if cos is not None:
             q = apply_rotary(q, cos, sin, cfg.rotary_dim)
             k = apply_rotary(k, cos, sin, cfg.rotary_dim)
-        causal = s > 1
+        causal = int(s) > 1  # int(): under torch.jit tracing sizes are tensors
         if cache is not None:
             # Serving engines write the new keys and values into a preallocated cache and let the
             # attention kernel read the cache: K, V [B, Hkv, P + S, D].
@@ -163,7 +163,7 @@ class MoE(nn.Module):
         row_weight = weights.reshape(-1)[order].unsqueeze(-1)  # [T*k, 1]
         out = torch.zeros_like(flat)
         start = 0
-        for expert, n in zip(self.experts, balanced_counts(b * s * self.k, len(self.experts))):
+        for expert, n in zip(self.experts, balanced_counts(int(b) * int(s) * self.k, len(self.experts))):
             if n == 0:
                 continue
             rows = token[start:start + n]

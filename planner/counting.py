@@ -57,6 +57,8 @@ ZERO_COST = frozenset({
     "aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty", "aten.new_empty_strided",
     "aten._local_scalar_dense", "aten.lift_fresh", "aten.lift_fresh_copy", "aten.sym_size", "aten.sym_stride",
     "aten.sym_numel", "aten.sym_storage_offset", "aten.is_same_size", "aten.resize_",
+    # _unsafe_view reuses its input's storage; its schema just lacks the alias annotation
+    "aten._unsafe_view",
     "profiler._record_function_enter_new", "profiler._record_function_exit", "profiler._record_function_enter",
 })
 
@@ -364,7 +366,7 @@ formula("aten.max_pool2d_with_indices_backward", "aten.avg_pool2d_backward", "at
 
 # ---------------------------------------------------------------- copies and fills
 
-@formula("aten._to_copy", "aten.clone", "aten.contiguous", "aten.cat", "aten.stack", "aten._unsafe_view",
+@formula("aten._to_copy", "aten.clone", "aten.contiguous", "aten.cat", "aten.stack",
          "aten.repeat", "aten.repeat_interleave", "aten.flip", "aten.roll", "aten.constant_pad_nd",
          "aten.pad", "aten.tril", "aten.triu", "aten.masked_select", "aten.expand_copy", "aten.view_copy",
          "aten.slice_backward", "aten.select_backward", "aten.unsqueeze_copy", "aten.transpose_copy",

@@ -139,53 +139,77 @@ def _loss(model: Model, out, labels: torch.Tensor | None) -> torch.Tensor:
     return sum(o.float().pow(2).mean() for o in floats)
 
 
-def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
-    """Capture the op graph of `workload` on `model` (meta tensors: nothing is allocated)."""
-    w = resolve_workload(model, workload)
+def build_inputs(model: Model, workload: Workload, device: str = "meta"):
+    """Build the module and its inputs for a resolved workload, on meta unless told otherwise.
+
+    Returns (module, args, kwargs, labels): the module in the workload's capture dtype and in
+    train or eval mode; labels is None except for training decoders and vision models. On a real
+    device, weights and inputs are random and token ids are valid.
+    """
+    w = workload
     dt = get_dtype(w.dtype)
-    with torch.device("meta"):
+    with torch.device(device):
         if model.factory is not None:
             module, inputs = model.factory()
         else:
             module, inputs = model.build(), ()
-    module = module.to(device="meta", dtype=dt.capture)
+    module = module.to(device=device, dtype=dt.capture)
+    module.train(w.mode == "training")
+    b, meta = w.batch, device
+    vocab = getattr(model.config, "vocab_size", 2)
+
+    def ids(shape: tuple[int, ...], high: int = vocab) -> torch.Tensor:
+        if device == "meta":
+            return torch.empty(shape, dtype=torch.long, device=device)
+        return torch.randint(0, high, shape, device=device)
+
+    def floats(shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.empty(shape, dtype=dt.capture, device=device) if device == "meta" else torch.randn(shape, dtype=dt.capture, device=device)
+
+    labels = None
+    kwargs: dict = {}
+    if model.family == "custom":
+        args = tuple(x.to(meta) if isinstance(x, torch.Tensor) else x for x in inputs)
+    elif model.family == "vision":
+        args = (floats((b, 3, w.image_size, w.image_size)),)
+        labels = ids((b,), model.config.num_labels)
+    elif model.family == "encoder":
+        args = (ids((b, w.seq_len)),)
+    elif w.mode == "decode":
+        # the cache holds the context and the new token: K, V [B, Hkv, C + 1, D] per layer
+        args = (ids((b, 1)),)
+        kwargs = dict(kv_cache=module.new_kv_cache(b, w.context_len + 1, dt.capture, meta),
+                      position=w.context_len, all_logits=False)
+    elif w.mode == "prefill":
+        # prefill writes the prompt's keys and values into the cache and keeps the last logits
+        args = (ids((b, w.seq_len)),)
+        kwargs = dict(kv_cache=module.new_kv_cache(b, w.seq_len, dt.capture, meta), position=0, all_logits=False)
+    else:  # decoder training: logits at every position
+        args = (ids((b, w.seq_len)),)
+        labels = ids((b, w.seq_len))
+    return module, args, kwargs, labels
+
+
+def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
+    """Capture the op graph of `workload` on `model` (meta tensors: nothing is allocated)."""
+    w = resolve_workload(model, workload)
+    dt = get_dtype(w.dtype)
+    module, args, kwargs, labels = build_inputs(model, w)
     training = w.mode == "training"
-    module.train(training)
     params = list(module.parameters())
     total = sum(p.numel() for p in params)
     active = total
     if model.family == "decoder" and model.config.num_experts:
         expert = sum(p.numel() for p in module.layers[0].mlp.experts[0].parameters())
         active = total - model.config.num_layers * (model.config.num_experts - model.config.experts_per_token) * expert
-
-    b, meta = w.batch, "meta"
-    labels = None
-    call: dict = {}
-    if model.family == "custom":
-        args = tuple(x.to(meta) if isinstance(x, torch.Tensor) else x for x in inputs)
-    elif model.family == "vision":
-        args = (torch.empty((b, 3, w.image_size, w.image_size), dtype=dt.capture, device=meta),)
-        labels = torch.empty((b,), dtype=torch.long, device=meta)
-    elif model.family == "encoder":
-        args = (torch.empty((b, w.seq_len), dtype=torch.long, device=meta),)
-    elif w.mode == "decode":
-        args = (torch.empty((b, 1), dtype=torch.long, device=meta),)
-        call = dict(kv_cache=module.new_kv_cache(b, w.context_len + 1, dt.capture, meta), position=w.context_len,
-                    all_logits=False)
-    elif w.mode == "prefill":
-        args = (torch.empty((b, w.seq_len), dtype=torch.long, device=meta),)
-        call = dict(kv_cache=module.new_kv_cache(b, w.seq_len, dt.capture, meta), position=0, all_logits=False)
-    else:  # decoder training
-        args = (torch.empty((b, w.seq_len), dtype=torch.long, device=meta),)
-        labels = torch.empty((b, w.seq_len), dtype=torch.long, device=meta)
     states = _adamw_states(params, dt) if training else None
 
     def run(cap: Capture) -> None:
         if not training:
             with torch.no_grad():
-                module(*args, **call)
+                module(*args, **kwargs)
             return
-        _loss(model, module(*args, **call), labels).backward()
+        _loss(model, module(*args, **kwargs), labels).backward()
         with cap.phase("optimizer"):
             _adamw_step(params, *states)
 
