@@ -161,6 +161,15 @@ _PARSERS = {"llama": ("decoder", _llama_like), "mistral": ("decoder", _llama_lik
             "bert": ("encoder", _bert), "vit": ("vision", _vit), "resnet": ("vision", _resnet)}
 
 
+_LLAMA = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+_GPT = ("vocab_size", "n_embd", "n_layer", "n_head")
+_REQUIRED = {"llama": _LLAMA, "mistral": _LLAMA, "mixtral": _LLAMA + ("num_local_experts",), "gpt2": _GPT,
+             "gptj": _GPT, "bert": ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                                    "intermediate_size"),
+             "vit": ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"),
+             "resnet": ("depths", "hidden_sizes")}
+
+
 def parse(raw: Any, origin: str) -> tuple[str, DecoderConfig | BertConfig | ResNetConfig | ViTConfig]:
     """Return (family, config) from a parsed config.json; family is "decoder", "encoder" or "vision"."""
     if not isinstance(raw, dict):
@@ -168,5 +177,10 @@ def parse(raw: Any, origin: str) -> tuple[str, DecoderConfig | BertConfig | ResN
     model_type = raw.get("model_type")
     if model_type not in _PARSERS:
         raise ConfigFieldError(f"{origin}: field 'model_type' is {model_type!r}; valid: {', '.join(MODEL_TYPES)}")
+    missing = [key for key in _REQUIRED[model_type] if key not in raw]
+    if missing:
+        fields = ", ".join(f"'{key}'" for key in missing)
+        raise ConfigFieldError(f"{origin}: missing field{'s' if len(missing) > 1 else ''} {fields} "
+                               f"(model_type {model_type} needs {', '.join(_REQUIRED[model_type])})")
     family, parser = _PARSERS[model_type]
     return family, parser(_Fields(raw, origin))
