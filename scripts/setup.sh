@@ -30,8 +30,11 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     echo "setup: installing torch==2.13.0 (CPU build)" >&2
     pipq torch==2.13.0
 fi
+# Pin the torch now present so that no requirement can make pip replace it (with a CUDA build).
+constraints=".venv/torch-constraint.txt"
+.venv/bin/python -c "import torch; print('torch==' + torch.__version__)" > "$constraints"
 echo "setup: installing planner and its dependencies into .venv" >&2
-pipq -e ".[test]"
+pipq --constraint "$constraints" -e ".[test]"
 .venv/bin/python -c "import planner, torch, fvcore, pyomo, highspy, streamlit" \
     || { echo "setup: the install did not complete; see the messages above" >&2; exit 1; }
 touch "$stamp"
