@@ -52,6 +52,8 @@ class DecoderConfig:
     experts_per_token: int = 0
     sliding_window: int | None = None
     """Keys a query attends to at most (Mistral v0.1); the decode KV cache is a rolling buffer."""
+    local_experts: int = 0
+    """Experts held by this device under expert parallelism (0: all num_experts)."""
 
 
 def _norm(cfg: DecoderConfig) -> nn.Module:
@@ -143,14 +145,15 @@ class MoE(nn.Module):
 
     Routing depends on data, which meta tensors do not have; the graph assumes balanced routing:
     the T*k routed rows are split evenly over the E experts (an expert given 0 rows is not run,
-    so a decode step at batch 1 reads only k experts' weights).
+    so a decode step at batch 1 reads only k experts' weights). Under expert parallelism a device
+    holds E/ep experts and, after the all-to-all, receives T*k rows for them (its tokens' share).
     """
 
     def __init__(self, cfg: DecoderConfig):
         super().__init__()
         self.k = cfg.experts_per_token
         self.gate = nn.Linear(cfg.hidden_size, cfg.num_experts, bias=False)
-        self.experts = nn.ModuleList(MLP(cfg) for _ in range(cfg.num_experts))
+        self.experts = nn.ModuleList(MLP(cfg) for _ in range(cfg.local_experts or cfg.num_experts))
 
     def forward(self, x):
         b, s, d = x.shape

@@ -101,6 +101,9 @@ class OpGraph:
     """Every executed aten op."""
     dtype: str
     """Logical dtype name the floats are counted at, e.g. "bf16"."""
+    saved_bytes: tuple[tuple[str, float], ...] = ()
+    """(module, bytes) of activations autograd saved for backward, each tensor once, parameters
+    excluded: what a training step holds between its forward and backward."""
 
 
 def _touched(t: torch.Tensor) -> int:
@@ -123,6 +126,7 @@ class _Recorder(TorchDispatchMode):
         self._capture_dtype = capture_dtype
         self._logical_bits = logical_bits
         self._schema_cache: dict[Any, tuple[tuple[str, ...], tuple[str, ...], bool]] = {}
+        self.module_override: str | None = None
 
     def _meta(self, t: torch.Tensor) -> TensorMeta:
         bits = self._logical_bits if t.dtype == self._capture_dtype else t.element_size() * 8
@@ -151,6 +155,8 @@ class _Recorder(TorchDispatchMode):
         return cached
 
     def _module(self) -> str:
+        if self.module_override is not None:
+            return self.module_override
         parents = self._tracker.parents
         inner = max(parents, key=lambda n: (n.count("."), len(n)))
         if inner == "Global":
@@ -221,22 +227,60 @@ class Capture:
         finally:
             self._recorder.phase = previous
 
+    @contextlib.contextmanager
+    def module(self, name: str) -> Iterator[None]:
+        """Attribute the ops run inside the block to module `name` (e.g. an optimizer step per layer)."""
+        previous = self._recorder.module_override
+        self._recorder.module_override = name
+        try:
+            yield
+        finally:
+            self._recorder.module_override = previous
+
+
+class _SavedTensors:
+    """Sums the bytes autograd saves for backward, per module, each tensor once, weights excluded."""
+
+    def __init__(self, recorder: _Recorder, exclude: set[int]):
+        self.by_module: dict[str, float] = {}
+        self._seen: set[int] = set(exclude)
+        self._keep: list[torch.Tensor] = []  # keeps ids unique while the capture runs
+        self._recorder = recorder
+
+    def pack(self, t: torch.Tensor) -> torch.Tensor:
+        base = t._base if t._base is not None else t
+        if id(base) not in self._seen and base.device.type == "meta":
+            self._seen.add(id(base))
+            self._keep.append(base)
+            meta = self._recorder._meta(base)
+            module = self._recorder._module()
+            self.by_module[module] = self.by_module.get(module, 0.0) + meta.numel * meta.bits / 8
+        return t
+
+    @staticmethod
+    def unpack(t: torch.Tensor) -> torch.Tensor:
+        return t
+
 
 @contextlib.contextmanager
-def capturing(capture_dtype: torch.dtype, logical_bits: int) -> Iterator[tuple[Capture, list[OpRecord]]]:
+def capturing(capture_dtype: torch.dtype, logical_bits: int,
+              parameters: tuple[torch.Tensor, ...] = ()) -> Iterator[tuple[Capture, list[OpRecord], dict[str, float]]]:
     """Record every aten op run inside the block.
 
-    Yields (handle, records): `records` fills as ops run. Floats of `capture_dtype` are counted at
-    `logical_bits` per element; other tensors at their own width.
+    Yields (handle, records, saved): `records` fills as ops run; `saved` maps module -> bytes of
+    activations saved for backward (`parameters` are not activations). Floats of `capture_dtype`
+    are counted at `logical_bits` per element; other tensors at their own width.
     """
     tracker = ModuleTracker()
     recorder = _Recorder(tracker, capture_dtype, logical_bits)
-    with tracker, _FusedAttention(), recorder:
-        yield Capture(recorder), recorder.records
+    saved = _SavedTensors(recorder, {id(p) for p in parameters})
+    with tracker, _FusedAttention(), recorder, torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
+        yield Capture(recorder), recorder.records, saved.by_module
 
 
-def capture(fn: Callable[[Capture], Any], capture_dtype: torch.dtype, logical_bits: int, dtype: str) -> OpGraph:
+def capture(fn: Callable[[Capture], Any], capture_dtype: torch.dtype, logical_bits: int, dtype: str,
+            parameters: tuple[torch.Tensor, ...] = ()) -> OpGraph:
     """Run `fn(handle)` under capture and return its OpGraph (ops in execution order)."""
-    with capturing(capture_dtype, logical_bits) as (handle, records):
+    with capturing(capture_dtype, logical_bits, parameters) as (handle, records, saved):
         fn(handle)
-    return OpGraph(records=tuple(records), dtype=dtype)
+    return OpGraph(records=tuple(records), dtype=dtype, saved_bytes=tuple(saved.items()))

@@ -50,6 +50,8 @@ class WorkloadGraph:
     """Parameters of the model (tied weights once)."""
     active_params: int
     """Parameters one token uses (MoE: only the experts it is routed to)."""
+    param_by_top: dict[str, int]
+    """Parameters per top-level child module ("" for the root's own), tied weights once."""
 
 
 def _positive(name: str, value: int | None) -> None:
@@ -96,32 +98,48 @@ def resolve_workload(model: Model, w: Workload) -> Workload:
                    image_size=image if model.family == "vision" else None)
 
 
-def _adamw_states(params: list[torch.nn.Parameter], dt: DType):
-    """Optimizer state on meta: fp32 moments, and fp32 master weights unless training in fp32."""
-    mixed = params and params[0].dtype != torch.float32
-    master = [torch.empty(p.shape, dtype=torch.float32, device="meta") for p in params] if mixed else None
-    m = [torch.empty(p.shape, dtype=torch.float32, device="meta") for p in params]
-    v = [torch.empty(p.shape, dtype=torch.float32, device="meta") for p in params]
-    steps = [torch.empty((), dtype=torch.float32, device="meta") for _ in params]
-    return master, m, v, steps
+def _adamw_states(module: torch.nn.Module):
+    """Optimizer state on meta, grouped by the top-level child owning each parameter.
+
+    Returns [(owner, params, master or None, m, v, steps)]: fp32 moments, and fp32 master weights
+    unless the weights already are fp32 (mixed precision keeps both).
+    """
+    groups = []
+    seen: set[int] = set()
+    owners = list(module.named_children()) or [("", module)]
+    if next(module.parameters(recurse=False), None) is not None:
+        owners.append(("", module))
+    for owner, child in owners:
+        children = child.named_children() if owner == "layers" else [(None, child)]
+        for index, sub in children:
+            params = [p for p in (sub.parameters() if owner else module.parameters(recurse=False)) if id(p) not in seen]
+            seen.update(id(p) for p in params)
+            if not params:
+                continue
+            mixed = params[0].dtype != torch.float32
+            f32 = lambda: [torch.empty(p.shape, dtype=torch.float32, device="meta") for p in params]
+            groups.append((owner if index is None else f"{owner}.{index}", params, f32() if mixed else None, f32(),
+                           f32(), [torch.empty((), dtype=torch.float32, device="meta") for _ in params]))
+    return groups
 
 
-def _adamw_step(params, master, m, v, steps) -> None:
+def _adamw_step(cap: Capture, groups) -> None:
     # Mixed precision (as Megatron and FSDP do it): grads are cast to fp32, the fused AdamW kernel
     # updates the fp32 master weights and moments, and the low-precision weights are copied back.
-    live = [(i, p) for i, p in enumerate(params) if p.grad is not None]
-    if master is None:
-        torch._fused_adamw_([p.data for _, p in live], [p.grad for _, p in live], [m[i] for i, _ in live],
-                            [v[i] for i, _ in live], [], [steps[i] for i, _ in live], lr=1e-4, beta1=0.9,
-                            beta2=0.95, weight_decay=0.1, eps=1e-8, amsgrad=False, maximize=False)
-        return
-    grads = [p.grad.float() for _, p in live]
-    weights = [master[i] for i, _ in live]
-    torch._fused_adamw_(weights, grads, [m[i] for i, _ in live], [v[i] for i, _ in live], [],
-                        [steps[i] for i, _ in live], lr=1e-4, beta1=0.9, beta2=0.95, weight_decay=0.1, eps=1e-8,
-                        amsgrad=False, maximize=False)
-    for (_, p), w in zip(live, weights):
-        p.data.copy_(w)
+    # One fused call per layer (multi-tensor kernels run over parameter chunks).
+    for owner, params, master, m, v, steps in groups:
+        live = [i for i, p in enumerate(params) if p.grad is not None]
+        if not live:
+            continue
+        with cap.module(owner):
+            weights = [(master if master is not None else [p.data for p in params])[i] for i in live]
+            grads = [params[i].grad if master is None else params[i].grad.float() for i in live]
+            torch._fused_adamw_(weights, grads, [m[i] for i in live], [v[i] for i in live], [],
+                                [steps[i] for i in live], lr=1e-4, beta1=0.9, beta2=0.95, weight_decay=0.1,
+                                eps=1e-8, amsgrad=False, maximize=False)
+            if master is not None:
+                for i, w in zip(live, weights):
+                    params[i].data.copy_(w)
 
 
 def _loss(model: Model, out, labels: torch.Tensor | None) -> torch.Tensor:
@@ -202,7 +220,7 @@ def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
     if model.family == "decoder" and model.config.num_experts:
         expert = sum(p.numel() for p in module.layers[0].mlp.experts[0].parameters())
         active = total - model.config.num_layers * (model.config.num_experts - model.config.experts_per_token) * expert
-    states = _adamw_states(params, dt) if training else None
+    states = _adamw_states(module) if training else None
 
     def run(cap: Capture) -> None:
         if not training:
@@ -211,10 +229,18 @@ def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
             return
         _loss(model, module(*args, **kwargs), labels).backward()
         with cap.phase("optimizer"):
-            _adamw_step(params, *states)
+            _adamw_step(cap, states)
 
     try:
-        graph = capture(run, dt.capture, dt.bits, dt.name)
+        graph = capture(run, dt.capture, dt.bits, dt.name, parameters=tuple(params))
     except (RuntimeError, ValueError, TypeError, NotImplementedError) as exc:
         raise UnsupportedError(f"{model.name}: the {w.mode} workload failed on meta tensors: {exc}") from None
-    return WorkloadGraph(model=model, workload=w, graph=graph, params=total, active_params=active)
+    by_top: dict[str, int] = {}
+    seen: set[int] = set()
+    for top, child in list(module.named_children()) + [("", None)]:
+        owned = child.parameters() if child is not None else module.parameters(recurse=False)
+        for p in owned:
+            if id(p) not in seen:
+                seen.add(id(p))
+                by_top[top] = by_top.get(top, 0) + p.numel()
+    return WorkloadGraph(model=model, workload=w, graph=graph, params=total, active_params=active, param_by_top=by_top)

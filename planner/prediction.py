@@ -1,0 +1,158 @@
+"""What every prediction shares: the context it is made in, the result it returns, the cost and
+communication pieces that inference and training both use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from planner.catalog import Catalog, Device, load_catalog
+from planner.cost import CostBasis, cheapest_instance, cloud_cost, onprem_cost, server_for
+from planner.device_graph import DeviceGraph
+from planner.dtypes import get_dtype
+from planner.efficiency import DatasheetEfficiency, Defaults, EfficiencyModel, load_defaults
+from planner.energy import PowerModel
+from planner.memory import MemoryBreakdown
+from planner.parallel import Parallelism, collective_time_s
+
+
+@dataclass(frozen=True)
+class Context:
+    """Catalog, defaults and models a prediction is made with."""
+
+    catalog: Catalog
+    defaults: Defaults
+    power: PowerModel
+
+    def efficiency(self, device: Device) -> EfficiencyModel:
+        """The efficiency model of `device`: its tier decides the uncertainty band."""
+        return DatasheetEfficiency(self.defaults)
+
+
+@lru_cache(maxsize=1)
+def default_context() -> Context:
+    """The context built from the shipped hardware_specs/ (cached)."""
+    catalog = load_catalog()
+    return Context(catalog, load_defaults(), PowerModel.from_catalog(catalog))
+
+
+@dataclass(frozen=True, slots=True)
+class CostOptions:
+    """How to price a deployment: a cloud instance, an on-prem site, or the cheapest instance."""
+
+    instance: str | None = None
+    site: str | None = None
+    pricing: str = "on_demand"
+    utilization: float = 1.0
+    """On-prem: fraction of hours the servers do useful work."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A prediction of one configuration. Times in s, energy in J, money in USD, bytes in B."""
+
+    model: str
+    device: str
+    gpus: int
+    mode: str
+    dtype: str
+    parallelism: Parallelism
+    tier: str
+    band_fraction: float
+    """Relative half-width of the uncertainty band of every time (throughputs inversely)."""
+    memory: MemoryBreakdown
+    energy_j: float
+    """Device energy of one unit of work of the whole deployment: a batch (inference) or a step."""
+    cost: CostBasis | None
+    metrics: dict[str, float]
+    """Mode-specific figures: batch, ttft_s, tpot_s, latency_s, throughput_tokens_per_s, ... (see as_dict)."""
+    rows: tuple[str, ...]
+    """Catalog rows used, "file:key (date)"."""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.fits
+
+    def band(self, value: float, inverse: bool = False) -> tuple[float, float]:
+        """(low, high) of a time (or, inverse=True, a rate) under this prediction's band."""
+        f = self.band_fraction
+        return (value / (1 + f), value / (1 - f)) if inverse and f < 1 else (value * (1 - f), value * (1 + f))
+
+    def as_dict(self) -> dict:
+        """Flat JSON-ready dict with the keys the CLI promises."""
+        out = {"model": self.model, "device": self.device, "gpus": self.gpus, "mode": self.mode, "dtype": self.dtype,
+               "tp": self.parallelism.tp, "pp": self.parallelism.pp, "dp": self.parallelism.dp,
+               "ep": self.parallelism.ep, "zero": self.parallelism.zero, "tier": self.tier,
+               "band_fraction": self.band_fraction, "fits": self.fits,
+               "memory_bytes_per_gpu": self.memory.total_bytes, "memory": self.memory.as_dict(),
+               "energy_j": self.energy_j,
+               "cost_usd_per_h": self.cost.usd_per_h if self.cost else None,
+               "cost_basis": self.cost.what if self.cost else None,
+               "price_date": self.cost.price_date if self.cost else None}
+        out.update(self.metrics)
+        for key in ("ttft_s", "tpot_s", "latency_s", "step_time_s"):
+            if key in self.metrics:
+                out[key.removesuffix("_s") + "_range_s"] = list(self.band(self.metrics[key]))
+        for key in ("throughput_tokens_per_s", "throughput_samples_per_s", "tokens_per_s"):
+            if key in self.metrics:
+                out[key.replace("_per_s", "_range_per_s")] = list(self.band(self.metrics[key], inverse=True))
+        out["catalog_rows"] = list(self.rows + (self.cost.rows if self.cost else ()))
+        out["notes"] = list(self.notes)
+        return out
+
+
+def price(ctx: Context, device: Device, devices: int, options: CostOptions, device_power_w: float) -> CostBasis | None:
+    """The cost basis of `devices` devices; None when the catalog has no instance with the device."""
+    if options.site is not None:
+        site = ctx.catalog.site(options.site)
+        server = server_for(ctx.catalog, device)
+        return onprem_cost(server, site, devices, device_power_w, device.tdp_w, options.utilization)
+    if options.instance is not None:
+        instance = ctx.catalog.instance(options.instance)
+        if instance.device_id != device.id:
+            from planner.errors import ConfigError
+            raise ConfigError(f"instance {instance.key} holds {instance.device_id}, not {device.id}")
+        return cloud_cost(instance, devices, options.pricing)
+    instance = cheapest_instance(ctx.catalog, device, options.pricing)
+    return cloud_cost(instance, devices, options.pricing) if instance else None
+
+
+def activation_bytes(dg: DeviceGraph, tokens: int) -> float:
+    """Bytes of a [tokens, hidden] activation in the workload dtype (a TP all-reduce message)."""
+    return tokens * dg.config.hidden_size * get_dtype(dg.dtype).bits / 8
+
+
+def layer_comm_s(dg: DeviceGraph, stage: int, tokens: int, device: Device, defaults: Defaults,
+                 passes: int = 1) -> float:
+    """Tensor- and expert-parallel communication of one stage for `tokens` tokens, per pass.
+
+    TP (Megatron): one all-reduce of [tokens, d] after attention and one after the MLP per layer
+    (one per layer for a parallel block), one for the vocabulary-parallel embedding on the first
+    stage. EP: an all-to-all to dispatch and one to combine the [tokens·k, d] routed rows per
+    MoE layer. `passes`: 1 for a forward, 2 for forward and backward.
+    """
+    par, cfg = dg.parallelism, dg.config
+    if dg.model.family != "decoder" or (par.tp == 1 and par.ep == 1):
+        return 0.0
+    layers = dg.layers_on_stage(stage)
+    message = activation_bytes(dg, tokens)
+    total = 0.0
+    if par.tp > 1:
+        per_layer = 1 if cfg.parallel_block else 2
+        count = layers * per_layer + (1 if stage == 0 else 0)
+        total += count * collective_time_s("allreduce", message, par.tp, device, defaults)
+    if par.ep > 1 and cfg.num_experts:
+        routed = message * cfg.experts_per_token
+        per_node = max(1, device.devices_per_node // par.pp)
+        total += layers * 2 * collective_time_s("alltoall", routed, par.ep, device, defaults, per_node)
+    return total * passes
+
+
+def pipeline_hop_s(dg: DeviceGraph, tokens: int, device: Device, defaults: Defaults) -> float:
+    """One point-to-point send of [tokens, d] between consecutive pipeline stages."""
+    if dg.parallelism.pp == 1:
+        return 0.0
+    crosses = dg.parallelism.model_devices > device.devices_per_node
+    per_node = 1 if crosses else device.devices_per_node
+    return collective_time_s("p2p", activation_bytes(dg, tokens), 2, device, defaults, per_node)
