@@ -14,6 +14,7 @@ idle_fraction_of_tdp × TDP. While a device waits (communication, pipeline bubbl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from planner.catalog import Catalog, Device
@@ -49,12 +50,16 @@ class PowerModel:
         return cls(idle, share(pm["compute_bound_fraction_of_tdp"]), share(pm["memory_bound_fraction_of_tdp"]))
 
     def idle_w(self, device: Device) -> float:
-        """Idle power of `device` in watts."""
-        return device.idle_w if device.idle_w else self.idle_fraction_of_tdp * device.tdp_w
+        """Idle power of `device` in watts; NaN when the catalog has neither idle power nor TDP."""
+        if device.idle_w:
+            return device.idle_w
+        return self.idle_fraction_of_tdp * device.tdp_w if device.tdp_w else math.nan
 
     def power_w(self, t: OpTime, device: Device) -> float:
-        """Average power in watts while `device` runs an op timed `t`."""
+        """Average power in watts while `device` runs an op timed `t` (NaN without a sourced TDP)."""
         idle = self.idle_w(device)
+        if not device.tdp_w:
+            return math.nan
         if t.time_s <= 0:
             return idle
         load = self.compute_fraction * t.compute_s / t.time_s + self.memory_fraction * t.memory_s / t.time_s

@@ -102,6 +102,8 @@ def _forward(ctx: Context, model: Model, device: Device, par: Parallelism, batch
 def _prediction(ctx, model, device, par, mode, dtype, memory, energy_j, basis, metrics) -> Prediction:
     eff = ctx.efficiency(device)
     notes = []
+    if not device.tdp_w:
+        notes.append(f"{device.id} has no sourced TDP: energy is not predicted")
     if basis is None:
         notes.append(f"no catalog instance holds {device.id}: no cost (pass --site for on-prem)")
     elif basis.excluded:

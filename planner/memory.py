@@ -23,6 +23,7 @@ from planner.catalog import Device
 from planner.device_graph import DeviceGraph
 from planner.dtypes import get_dtype
 from planner.efficiency import Defaults
+from planner.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,10 @@ def _largest_outputs(dg: DeviceGraph, k: int = 1) -> float:
 
 
 def capacity(device: Device, defaults: Defaults) -> float:
-    """Usable bytes of a device."""
+    """Usable bytes of a device; raise when the catalog has no sourced memory capacity."""
+    if not device.memory_bytes:
+        raise ConfigError(f"{device.id} has no sourced memory capacity in hardware_specs/devices.csv: "
+                          "memory fit cannot be predicted")
     return device.memory_bytes * defaults.memory_usable_fraction
 
 
