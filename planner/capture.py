@@ -5,9 +5,12 @@ size; a TorchDispatchMode sees every aten op below autograd (forward and backwar
 its name, owning module, phase, arguments (tensors as shapes, dtypes and touched elements) and
 outputs. Nothing is sampled: every op that runs is recorded.
 
-Two substitutions make the captured graph the one a serving or training engine runs:
+Three substitutions make the captured graph the one a serving or training engine runs:
 - scaled_dot_product_attention is routed to the fused flash-attention aten op (on meta, torch
   would otherwise decompose it into bmm + softmax, which reads and writes the score matrix);
+- rms_norm is recorded as one fused kernel each way, `aten._fused_rms_norm` and its backward,
+  as torch's CUDA kernel, Apex and TransformerEngine run it (on meta it decomposes into six fp32
+  elementwise ops, each a round trip through memory);
 - the AdamW update is the fused multi-tensor op `_fused_adamw_` (see planner/graphs.py).
 """
 
@@ -127,6 +130,7 @@ class _Recorder(TorchDispatchMode):
         self._logical_bits = logical_bits
         self._schema_cache: dict[Any, tuple[tuple[str, ...], tuple[str, ...], bool]] = {}
         self.module_override: str | None = None
+        self.paused = False
 
     def _meta(self, t: torch.Tensor) -> TensorMeta:
         bits = self._logical_bits if t.dtype == self._capture_dtype else t.element_size() * 8
@@ -164,15 +168,26 @@ class _Recorder(TorchDispatchMode):
         _, _, fqn = inner.partition(".")
         return fqn
 
+    def current_phase(self) -> str:
+        if self.phase == "forward" and self._tracker.is_bw:
+            return "backward"
+        return self.phase
+
+    def synthetic(self, op: str, args: tuple[tuple[str, Any], ...], outputs: tuple[torch.Tensor, ...]) -> None:
+        """Record a fused kernel that torch runs as one op on the device but decomposes on meta."""
+        self.records.append(OpRecord(op=op, packet=op.rsplit(".", 1)[0], module=self._module(),
+                                     phase=self.current_phase(), args=tuple((k, self._value(v)) for k, v in args),
+                                     outputs=tuple(self._meta(o) for o in outputs), mutates=(), is_view=False))
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        if self.paused:
+            return out
         names, mutates, is_view = self._schema(func)
         values = list(zip(names, args)) + [(k, kwargs[k]) for k in names if k in kwargs]
         flat_out = out if isinstance(out, (tuple, list)) else (out,)
-        phase = self.phase
-        if phase == "forward" and self._tracker.is_bw:
-            phase = "backward"
+        phase = self.current_phase()
         self.records.append(OpRecord(
             op=str(func),
             packet=str(func.overloadpacket),
@@ -201,13 +216,60 @@ def _fused_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
     return out[0]
 
 
+class _FusedRMSNorm(torch.autograd.Function):
+    """RMS norm as one kernel each way: y = x·rsqrt(mean(x²) + eps)·w; saves x and rstd [.., 1] fp32."""
+
+    @staticmethod
+    def forward(ctx, x, weight, normalized_shape, eps, recorder):
+        recorder.paused = True
+        try:
+            dims = tuple(range(-len(normalized_shape), 0))
+            rstd = torch.rsqrt(x.float().pow(2).mean(dims, keepdim=True) + (eps or 1e-6))
+            y = (x.float() * rstd).to(x.dtype)
+            if weight is not None:
+                y = y * weight
+        finally:
+            recorder.paused = False
+        recorder.synthetic("aten._fused_rms_norm.default", (("input", x), ("normalized_shape", tuple(normalized_shape)),
+                                                            ("weight", weight), ("eps", eps)), (y, rstd))
+        ctx.recorder = recorder
+        ctx.has_weight = weight is not None
+        ctx.save_for_backward(x, weight, rstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, rstd = ctx.saved_tensors
+        recorder = ctx.recorder
+        recorder.paused = True
+        try:
+            grad_x = torch.empty_like(x)
+            grad_w = torch.empty_like(weight) if ctx.has_weight else None
+        finally:
+            recorder.paused = False
+        outputs = (grad_x,) + ((grad_w,) if grad_w is not None else ())
+        recorder.synthetic("aten._fused_rms_norm_backward.default",
+                           (("grad_out", grad), ("input", x), ("rstd", rstd), ("weight", weight)), outputs)
+        return grad_x, grad_w, None, None, None
+
+
 class _FusedAttention(TorchFunctionMode):
-    """Routes F.scaled_dot_product_attention to the fused aten kernels while capturing."""
+    """Routes F.scaled_dot_product_attention and F.rms_norm to fused kernels while capturing."""
+
+    def __init__(self, recorder: _Recorder):
+        super().__init__()
+        self._recorder = recorder
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is F.scaled_dot_product_attention:
             return _fused_sdpa(*args, **kwargs)
+        if func is F.rms_norm:
+            x, shape = args[0], args[1]
+            weight = args[2] if len(args) > 2 else kwargs.get("weight")
+            eps = args[3] if len(args) > 3 else kwargs.get("eps")
+            if x.device.type == "meta":
+                return _FusedRMSNorm.apply(x, weight, tuple(shape), eps, self._recorder)
         return func(*args, **kwargs)
 
 
@@ -274,7 +336,7 @@ def capturing(capture_dtype: torch.dtype, logical_bits: int,
     tracker = ModuleTracker()
     recorder = _Recorder(tracker, capture_dtype, logical_bits)
     saved = _SavedTensors(recorder, {id(p) for p in parameters})
-    with tracker, _FusedAttention(), recorder, torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
+    with tracker, _FusedAttention(recorder), recorder, torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
         yield Capture(recorder), recorder.records, saved.by_module
 
 

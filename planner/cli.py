@@ -134,11 +134,245 @@ def cmd_count(args: argparse.Namespace) -> int:
     return 0
 
 
+def _batch(text: str) -> int | str:
+    return "auto" if text == "auto" else _positive_int(text)
+
+
+def _workload_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=("inference", "training"), default="inference")
+    p.add_argument("--batch", type=_batch, default=1, help="sequences or images per batch, or 'auto' (inference)")
+    p.add_argument("--input-len", type=_positive_int, help="LLM prompt tokens (default 1024)")
+    p.add_argument("--output-len", type=_positive_int, default=256, help="LLM generated tokens (default 256)")
+    p.add_argument("--seq-len", type=_positive_int, help="sequence length (encoders, training)")
+    p.add_argument("--image-size", type=_positive_int, help="vision: image side in pixels")
+    p.add_argument("--global-batch", type=_positive_int, help="training: sequences per optimizer step")
+    p.add_argument("--micro-batch", type=_positive_int, help="training: sequences per micro-batch (default --batch)")
+    p.add_argument("--micro-batches", dest="microbatches", type=_positive_int,
+                   help="training: pipeline micro-batches per step (default 4 x pp)")
+    p.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
+    p.add_argument("--train-tokens", type=float, help="training: tokens to train on (time, energy and cost to train)")
+    p.add_argument("--dtype", choices=list(DTYPES), default="bf16")
+    p.add_argument("--pricing", choices=("on_demand", "spot", "committed_1y", "committed_3y"), default="on_demand")
+
+
+def _add_predict(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("predict", help="predict latency, throughput, memory, energy and cost on a catalog device",
+                       description="Predict a workload on a catalog device from its counted graph, the device's "
+                                   "datasheet or calibration, parallelism and prices.")
+    p.add_argument("model", nargs="?", help="zoo id, config.json path or package.module:function")
+    p.add_argument("--device", help="catalog device id or alias (e.g. h100-sxm, H100, mi300x)")
+    p.add_argument("--gpus", type=_positive_int, help="devices in the deployment (default tp x pp x dp)")
+    for name, text in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages"), ("ep", "expert-parallel degree")):
+        p.add_argument(f"--{name}", type=_positive_int, default=1, help=text)
+    p.add_argument("--dp", type=_positive_int, help="data-parallel replicas (default gpus / (tp x pp))")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
+    p.add_argument("--overlap", type=float, default=0.8, help="share of data-parallel communication hidden (0-1)")
+    _workload_flags(p)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--instance", help="cloud instance to price on (default: the cheapest with the device)")
+    where.add_argument("--site", help="on-prem site id to price on (TCO)")
+    p.add_argument("--utilization", type=float, default=1.0, help="on-prem: share of hours doing useful work")
+    p.add_argument("--ops", action="store_true", help="print the per-op table with bounds")
+    p.add_argument("--roofline", metavar="FILE.png", help="draw the device roofline with every op as a point")
+    p.add_argument("--configs", metavar="FILE", help="JSONL or CSV of configurations, one per row (keys: flag names "
+                                                     "with underscores, plus an optional id)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_predict)
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare every catalog device on one workload",
+                       description="One row per device: the smallest tensor-parallel group that fits, on its "
+                                   "cheapest catalog instance.")
+    p.add_argument("model")
+    p.add_argument("--devices", default="all", help="'all' or a comma-separated list of device ids")
+    _workload_flags(p)
+    p.add_argument("--sort", choices=("cost", "latency", "throughput", "energy"), default="cost")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_compare)
+
+
+def _request(args: argparse.Namespace):
+    from planner.predict import Request
+
+    return Request(model=args.model, device=args.device, mode=args.mode, gpus=args.gpus, tp=args.tp, pp=args.pp,
+                   dp=args.dp, ep=args.ep, zero=args.zero, batch=args.batch, input_len=args.input_len,
+                   output_len=args.output_len, seq_len=args.seq_len, image_size=args.image_size,
+                   global_batch=args.global_batch, micro_batch=args.micro_batch, microbatches=args.microbatches,
+                   recompute=args.recompute, dtype=args.dtype, instance=args.instance, site=args.site,
+                   pricing=args.pricing, utilization=args.utilization, overlap=args.overlap,
+                   train_tokens=args.train_tokens)
+
+
+def _fmt_time(seconds: float) -> str:
+    if seconds >= 3600 * 24:
+        return f"{seconds / 86400:.2f} days"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.2f} h"
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def _print_prediction(p) -> None:
+    d = p.as_dict()
+    m = p.metrics
+    par = p.parallelism
+    print(f"{p.model} on {p.gpus} x {p.device}  (tp {par.tp}, pp {par.pp}, dp {par.dp}, ep {par.ep}, zero {par.zero}), "
+          f"{p.mode}, {p.dtype}")
+    print(f"tier           {p.tier}  (band +-{p.band_fraction:.0%})")
+    mem = p.memory
+    status = "fits" if p.fits else f"DOES NOT FIT: short by {mem.shortfall_bytes / 1e9:.1f} GB per device"
+    print(f"memory/device  {mem.total_bytes / 1e9:.1f} GB of {mem.capacity_bytes / 1e9:.1f} GB usable: {status}")
+    print(f"               weights {mem.weights_bytes / 1e9:.1f}, KV cache {mem.kv_cache_bytes / 1e9:.2f}, "
+          f"activations {mem.activation_bytes / 1e9:.2f}, gradients {mem.gradient_bytes / 1e9:.1f}, "
+          f"optimizer {mem.optimizer_bytes / 1e9:.1f}, workspace {mem.workspace_bytes / 1e9:.1f} GB")
+    for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("latency_s", "latency"), ("step_time_s", "step time")):
+        if key in m:
+            lo, hi = p.band(m[key])
+            print(f"{label:<15}{_fmt_time(m[key])}  ({_fmt_time(lo)} .. {_fmt_time(hi)})")
+    for key, label in (("throughput_tokens_per_s", "tokens out/s"), ("throughput_samples_per_s", "samples/s"),
+                       ("tokens_per_s", "tokens/s"), ("samples_per_s", "samples/s")):
+        if key in m:
+            lo, hi = p.band(m[key], inverse=True)
+            print(f"{label:<15}{m[key]:,.1f}  ({lo:,.1f} .. {hi:,.1f})".replace(f"{label:<15}", f"{label:<14} ", 1)
+                  if len(label) >= 15 else f"{label:<15}{m[key]:,.1f}  ({lo:,.1f} .. {hi:,.1f})")
+    if "mfu" in m:
+        print(f"MFU            {m['mfu']:.1%}   (pipeline bubble {m['pipeline_bubble_fraction']:.1%})")
+    if "batch" in m:
+        print(f"batch          {m['batch']}")
+    energy_unit = ("j_per_output_token", "J/output token"), ("j_per_sample", "J/sample"), ("j_per_step", "J/step")
+    for key, label in energy_unit:
+        if key in m:
+            print(f"energy         {m[key]:.3g} {label}, {m['average_power_w_per_gpu']:.0f} W average per device")
+    if p.cost is not None:
+        print(f"cost           ${p.cost.usd_per_h:,.2f}/h  ({p.cost.what}; price of {p.cost.price_date})")
+        for key, label in (("usd_per_million_output_tokens", "$ per 1M output tokens"),
+                           ("usd_per_thousand_samples", "$ per 1k samples"), ("cost_to_train_usd", "$ to train")):
+            if key in m:
+                print(f"               {label}: ${m[key]:,.4g}")
+    if "time_to_train_s" in m:
+        print(f"time to train  {_fmt_time(m['time_to_train_s'])} for {m['train_tokens']:.3g} tokens")
+    print(f"catalog rows   {', '.join(d['catalog_rows'])}")
+    for note in p.notes:
+        print(f"note           {note}")
+
+
+def _read_configs(path: str) -> list[dict]:
+    import csv
+    from pathlib import Path
+
+    from planner.errors import ConfigError
+
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"--configs: file '{path}' does not exist")
+    text = file.read_text()
+    if file.suffix == ".csv":
+        return [dict(row) for row in csv.DictReader(text.splitlines())]
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            row = {"__error__": f"line {number}: not valid JSON ({exc.msg})"}
+        rows.append(row if isinstance(row, dict) else {"__error__": f"line {number}: expected a JSON object"})
+    return rows
+
+
+def _run_configs(args: argparse.Namespace) -> int:
+    from planner.predict import predict, request_from_row
+
+    for row in _read_configs(args.configs):
+        ident = row.get("id")
+        try:
+            if "__error__" in row:
+                raise PlannerError(row["__error__"])
+            out = predict(request_from_row(row)).as_dict()
+            print(json.dumps({"id": ident, **out}, default=str))
+        except PlannerError as exc:
+            print(json.dumps({"id": ident, "error": str(exc)}))
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from planner.errors import ConfigError
+    from planner.predict import op_rows, predict
+
+    if args.configs:
+        return _run_configs(args)
+    if not args.model or not args.device:
+        raise ConfigError("predict needs MODEL and --device (or --configs FILE)")
+    req = _request(args)
+    prediction = predict(req)
+    rows = op_rows(req) if (args.ops or args.roofline) else {}
+    if args.roofline:
+        from planner.plot import draw_roofline
+        from planner.prediction import default_context
+        device = default_context().catalog.device(args.device)
+        everything = [r for group in rows.values() for r in group]
+        draw_roofline(args.roofline, device, everything, args.dtype, f"{args.model} on {device.id} ({args.dtype}): "
+                      f"{', '.join(rows)} ops")
+    if args.json:
+        out = prediction.as_dict()
+        if args.ops:
+            out["ops"] = {name: [r.__dict__ if hasattr(r, "__dict__") else _row_dict(r) for r in group]
+                          for name, group in rows.items()}
+        print(json.dumps(out, indent=2, default=str))
+        return 0
+    _print_prediction(prediction)
+    if args.roofline:
+        print(f"roofline       written to {args.roofline}")
+    for name, group in rows.items():
+        print(f"\n{name} ops on one device (count includes every layer; time per call)")
+        print(f"{'op':<52} {'role':<6} {'count':>6} {'FLOP':>10} {'bytes':>10} {'time':>10} {'bound':<9}")
+        for r in sorted(group, key=lambda r: -r.time_s * r.count):
+            print(f"{r.op[:52]:<52} {r.role:<6} {r.count:>6} {si(r.flop):>10} {si(r.bytes, 'B'):>10} "
+                  f"{_fmt_time(r.time_s):>10} {r.bound:<9}")
+    return 0
+
+
+def _row_dict(r) -> dict:
+    return {f: getattr(r, f) for f in r.__dataclass_fields__}
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from planner.predict import compare
+
+    devices = None if args.devices == "all" else [d.strip() for d in args.devices.split(",") if d.strip()]
+    training = {}
+    if args.mode == "training":
+        training = {k: getattr(args, k) for k in ("global_batch", "micro_batch", "microbatches", "recompute",
+                                                   "train_tokens")}
+    frame = compare(args.model, devices, args.mode, args.batch, args.input_len, args.output_len, args.seq_len,
+                    args.image_size, args.dtype, args.pricing, args.sort, **training)
+    if args.json:
+        print(frame.to_json(orient="records", indent=2))
+        return 0
+    unit = "$/1M tok" if "ttft_s" in frame and frame["ttft_s"].notna().any() else "$/unit"
+    print(f"{'device':<15} {'gpus':>4} {'fits':>5} {'tier':<10} {'latency':>10} {'throughput':>12} {'$/h':>8} "
+          f"{unit:>9} {'J/unit':>8} {'GB/gpu':>7}  instance / note")
+    for _, r in frame.iterrows():
+        if r["tier"] is None or r.get("latency_s") is None or r["latency_s"] != r["latency_s"]:
+            print(f"{r['device']:<15} {'-':>4} {'-':>5} {'-':<10} {'-':>10} {'-':>12} {'-':>8} {'-':>9} {'-':>8} {'-':>7}  "
+                  f"{r['note']}")
+            continue
+        print(f"{r['device']:<15} {int(r['gpus']):>4} {str(bool(r['fits'])):>5} {r['tier']:<10} "
+              f"{_fmt_time(r['latency_s']):>10} {r['throughput']:>12,.1f} {r['usd_per_h']:>8.2f} "
+              f"{r['usd_per_unit']:>9.3f} {r['j_per_unit']:>8.3g} {r['memory_gb_per_gpu']:>7.1f}  "
+              f"{r['instance'] or '(no catalog instance)'}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of the `planner` command."""
     p = argparse.ArgumentParser(prog="planner", description="Performance model and capacity planner for AI workloads.")
     sub = p.add_subparsers(dest="command", required=True)
     _add_count(sub)
+    _add_predict(sub)
+    _add_compare(sub)
     return p
 
 

@@ -201,3 +201,30 @@ def summary_row(p: Prediction) -> dict:
             "usd_per_unit": per_unit if per_unit is not None else math.nan, "j_per_unit": j_per_unit,
             "memory_gb_per_gpu": p.memory.total_bytes / 1e9, "instance": p.cost.what if p.cost else None,
             "price_date": p.cost.price_date if p.cost else None, "note": "; ".join(p.notes) or None}
+
+
+def op_rows(req: Request, ctx: Context | None = None) -> dict[str, list]:
+    """The distinct ops of a request's graphs with predicted times on its device: {"prefill": rows,
+    "decode": rows} for LLM serving (decode at the input length), {"forward": rows} or {"step": rows}."""
+    from planner.device_graph import device_graph
+    from planner.graphs import Workload, resolve_workload
+    from planner.timing import op_rows as rows_of
+
+    ctx = ctx or default_context()
+    model = resolve(req.model)
+    device = ctx.catalog.device(req.device)
+    par = parallelism(req)
+    batch = req.batch if isinstance(req.batch, int) else 1
+    graphs = {}
+    if req.mode == "training":
+        graphs["step"] = Workload("training", req.micro_batch or batch, req.seq_len, image_size=req.image_size,
+                                  dtype=req.dtype)
+    elif model.family == "decoder":
+        prompt = resolve_workload(model, Workload("prefill", batch, req.input_len or req.seq_len or 1024,
+                                                  dtype=req.dtype)).seq_len
+        graphs["prefill"] = Workload("prefill", batch, prompt, dtype=req.dtype)
+        graphs["decode"] = Workload("decode", batch, context_len=prompt, dtype=req.dtype)
+    else:
+        graphs["forward"] = Workload("forward", batch, req.seq_len, image_size=req.image_size, dtype=req.dtype)
+    eff = ctx.efficiency(device)
+    return {name: rows_of(device_graph(model, w, par), device, eff, ctx.power) for name, w in graphs.items()}

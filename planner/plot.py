@@ -1,0 +1,79 @@
+"""The roofline chart of a device with a workload's ops as points, drawn with Pillow into a PNG.
+
+x: arithmetic intensity (FLOP/byte), y: achieved FLOP/s, both log10. The roof is min(peak,
+intensity x bandwidth) for the workload dtype's peak and the fp32 vector peak; each distinct op is
+a point at (its intensity, its FLOP / predicted time), coloured by what bounds it. The file is
+written atomically.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+from planner.catalog import Device
+from planner.errors import ConfigError
+from planner.timing import OpRow
+
+COLOURS = {"compute": (214, 39, 40), "memory": (31, 119, 180), "overhead": (127, 127, 127)}
+W, H, LEFT, RIGHT, TOP, BOTTOM = 960, 640, 90, 30, 50, 70
+
+
+def draw_roofline(path: str, device: Device, rows: list[OpRow], dtype: str, title: str) -> Path:
+    """Write the roofline PNG to `path`; return the path."""
+    peak = device.peak(dtype)
+    vector = device.peak("fp32")
+    bw = device.mem_bytes_per_s
+    points = [(r.flop / r.bytes, r.flop / r.time_s, r.bound) for r in rows if r.flop > 0 and r.bytes > 0 and r.time_s > 0]
+    x_lo, x_hi = -2.0, 4.0
+    y_hi = math.ceil(math.log10(peak)) + 0.2
+    y_lo = y_hi - 8
+    for x, y, _ in points:
+        x_lo, x_hi = min(x_lo, math.floor(math.log10(x))), max(x_hi, math.ceil(math.log10(x)))
+        y_lo = min(y_lo, math.floor(math.log10(y)))
+
+    def px(x: float, y: float) -> tuple[float, float]:
+        u = LEFT + (math.log10(x) - x_lo) / (x_hi - x_lo) * (W - LEFT - RIGHT)
+        v = H - BOTTOM - (math.log10(y) - y_lo) / (y_hi - y_lo) * (H - TOP - BOTTOM)
+        return u, v
+
+    img = Image.new("RGB", (W, H), "white")
+    d = ImageDraw.Draw(img)
+    d.rectangle([LEFT, TOP, W - RIGHT, H - BOTTOM], outline=(0, 0, 0))
+    for e in range(int(x_lo), int(x_hi) + 1):
+        u, _ = px(10.0**e, 10.0**y_lo)
+        d.line([u, TOP, u, H - BOTTOM], fill=(230, 230, 230))
+        d.text((u - 12, H - BOTTOM + 6), f"1e{e}", fill=(0, 0, 0))
+    for e in range(int(y_lo), int(math.floor(y_hi)) + 1):
+        _, v = px(10.0**x_lo, 10.0**e)
+        d.line([LEFT, v, W - RIGHT, v], fill=(230, 230, 230))
+        d.text((8, v - 6), f"1e{e} FLOP/s", fill=(0, 0, 0))
+    for roof, label in ((peak, f"{dtype} peak"), (vector, "fp32 vector peak")):
+        xs = [10 ** (x_lo + i * (x_hi - x_lo) / 200) for i in range(201)]
+        line = [px(x, min(roof, x * bw)) for x in xs]
+        d.line(line, fill=(0, 0, 0) if roof == peak else (150, 150, 150), width=2)
+        d.text((W - RIGHT - 140, px(10.0**x_hi, roof)[1] - 14), label, fill=(0, 0, 0))
+    for x, y, bound in points:
+        u, v = px(x, y)
+        d.ellipse([u - 4, v - 4, u + 4, v + 4], fill=COLOURS.get(bound, (0, 0, 0)))
+    d.text((LEFT, 15), title, fill=(0, 0, 0))
+    d.text((W // 2 - 120, H - 30), "arithmetic intensity (FLOP/byte)", fill=(0, 0, 0))
+    for i, (bound, colour) in enumerate(COLOURS.items()):
+        d.ellipse([LEFT + 10, TOP + 10 + 16 * i, LEFT + 18, TOP + 18 + 16 * i], fill=colour)
+        d.text((LEFT + 24, TOP + 8 + 16 * i), f"{bound}-bound", fill=(0, 0, 0))
+    target = Path(path)
+    if not target.parent.exists():
+        raise ConfigError(f"--roofline: folder '{target.parent}' does not exist")
+    fd, tmp = tempfile.mkstemp(suffix=".png", dir=target.parent)
+    os.close(fd)
+    try:
+        img.save(tmp, format="PNG")
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
