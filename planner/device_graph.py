@@ -172,5 +172,6 @@ def _params_of(captured, tops: set[str]) -> int:
 
 
 def device_graph(model: Model, workload: Workload, parallelism: Parallelism = Parallelism()) -> DeviceGraph:
-    """The folded per-device graph of `workload` under `parallelism`'s tp and ep (cached)."""
-    return _device_graph(model, workload, parallelism.tp, parallelism.ep)
+    """The folded per-device graph of `workload` under `parallelism` (cached by tp and ep, which shape
+    the graph; pp, dp and ZeRO only decide how it is staged and replicated)."""
+    return replace(_device_graph(model, workload, parallelism.tp, parallelism.ep), parallelism=parallelism)

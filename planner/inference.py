@@ -121,10 +121,17 @@ def predict_inference(ctx: Context, model: Model, device: Device, par: Paralleli
     """Predict serving `model` on `par.devices` devices of `device`; batch may be "auto"."""
     validate(par, model.family, model.config)
     if model.family == "decoder":
-        resolved = resolve_workload(model, Workload("prefill", 1, input_len or seq_len or 1024, dtype=dtype))
-        input_len = resolved.seq_len
         if not isinstance(output_len, int) or output_len < 1:
             raise ConfigError(f"--output-len must be a positive integer, got {output_len!r}")
+        cfg = model.config
+        learned = cfg.position == "learned"
+        default_prompt = min(1024, cfg.max_position_embeddings - output_len) if learned else 1024
+        resolved = resolve_workload(model, Workload("prefill", 1, input_len or seq_len or max(1, default_prompt),
+                                                    dtype=dtype))
+        input_len = resolved.seq_len
+        if learned and input_len + output_len > cfg.max_position_embeddings:
+            raise ConfigError(f"input ({input_len}) + output ({output_len}) tokens exceed the "
+                              f"{cfg.max_position_embeddings} positions of {model.name}")
         run = lambda b: _llm(ctx, model, device, par, b, input_len, output_len, dtype, cost)
         key = "throughput_tokens_per_s"
     else:

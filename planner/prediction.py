@@ -3,6 +3,7 @@ communication pieces that inference and training both use."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -31,8 +32,10 @@ class Context:
 
 @lru_cache(maxsize=1)
 def default_context() -> Context:
-    """The context built from the shipped hardware_specs/ (cached)."""
-    catalog = load_catalog()
+    """The context built from the shipped hardware_specs/, or from the directory named by the
+    environment variable PLANNER_HARDWARE_SPECS (cached)."""
+    root = os.environ.get("PLANNER_HARDWARE_SPECS") or None
+    catalog = load_catalog(root)
     return Context(catalog, load_defaults(), PowerModel.from_catalog(catalog))
 
 
