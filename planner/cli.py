@@ -359,10 +359,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"{r['device']:<15} {'-':>4} {'-':>5} {'-':<10} {'-':>10} {'-':>12} {'-':>8} {'-':>9} {'-':>8} {'-':>7}  "
                   f"{r['note']}")
             continue
+        num = lambda v, f: "-" if v is None or v != v else format(v, f)
         print(f"{r['device']:<15} {int(r['gpus']):>4} {str(bool(r['fits'])):>5} {r['tier']:<10} "
-              f"{_fmt_time(r['latency_s']):>10} {r['throughput']:>12,.1f} {r['usd_per_h']:>8.2f} "
-              f"{r['usd_per_unit']:>9.3f} {r['j_per_unit']:>8.3g} {r['memory_gb_per_gpu']:>7.1f}  "
-              f"{r['instance'] or '(no catalog instance)'}")
+              f"{_fmt_time(r['latency_s']):>10} {r['throughput']:>12,.1f} {num(r['usd_per_h'], '.2f'):>8} "
+              f"{num(r['usd_per_unit'], '.3f'):>9} {num(r['j_per_unit'], '.3g'):>8} {r['memory_gb_per_gpu']:>7.1f}  "
+              + (f"{r['instance']} (price of {r['price_date']})" if isinstance(r["instance"], str)
+                 else "(no catalog instance)"))
     return 0
 
 

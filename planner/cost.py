@@ -51,12 +51,13 @@ class CostBasis:
     """Cost terms left out because the catalog has no sourced value for them."""
 
 
-def cheapest_instance(catalog: Catalog, device: Device, pricing: str = "on_demand") -> Instance | None:
-    """The catalog instance with `device` and the lowest price per device-hour at `pricing`."""
+def cheapest_instance(catalog: Catalog, device: Device, pricing: str = "on_demand", devices: int = 1) -> Instance | None:
+    """The catalog instance type with `device` that runs `devices` of them for the least per hour at
+    `pricing` (whole instances: 4 devices on an 8-device instance pay for 8)."""
     offers = [i for i in catalog.instances_for(device.id) if pricing in i.price_usd_per_h]
     if not offers:
         return None
-    return min(offers, key=lambda i: i.price_usd_per_h[pricing] / i.device_count)
+    return min(offers, key=lambda i: (math.ceil(devices / i.device_count) * i.price_usd_per_h[pricing], i.key))
 
 
 def cloud_cost(instance: Instance, devices: int, pricing: str = "on_demand") -> CostBasis:

@@ -36,11 +36,11 @@ def _pass_time(ctx: Context, dg: DeviceGraph, device: Device, tokens: int) -> tu
     busy, energy = [], []
     wall = 0.0
     for s, st in enumerate(stages):
-        comm = layer_comm_s(dg, s, tokens, device, ctx.defaults)
+        comm = layer_comm_s(dg, s, tokens, device, ctx.defaults, ctx.node_size(device))
         busy.append(st.time_s)
         energy.append(st.energy_j)
         wall += st.time_s + comm
-    wall += (dg.parallelism.pp - 1) * pipeline_hop_s(dg, tokens, device, ctx.defaults)
+    wall += (dg.parallelism.pp - 1) * pipeline_hop_s(dg, tokens, device, ctx.defaults, ctx.node_size(device))
     return wall, busy, energy
 
 

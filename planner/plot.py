@@ -17,6 +17,7 @@ from PIL import Image, ImageDraw
 
 from planner.catalog import Device
 from planner.errors import ConfigError
+from planner.roofline import vector_peak
 from planner.timing import OpRow
 
 COLOURS = {"compute": (214, 39, 40), "memory": (31, 119, 180), "overhead": (127, 127, 127)}
@@ -26,7 +27,7 @@ W, H, LEFT, RIGHT, TOP, BOTTOM = 960, 640, 90, 30, 50, 70
 def draw_roofline(path: str, device: Device, rows: list[OpRow], dtype: str, title: str) -> Path:
     """Write the roofline PNG to `path`; return the path."""
     peak = device.peak(dtype)
-    vector = device.peak("fp32")
+    vector = vector_peak(device, dtype)
     bw = device.mem_bytes_per_s
     points = [(r.flop / r.bytes, r.flop / r.time_s, r.bound) for r in rows if r.flop > 0 and r.bytes > 0 and r.time_s > 0]
     x_lo, x_hi = -2.0, 4.0

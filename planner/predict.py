@@ -155,10 +155,10 @@ def compare(model: str, devices: list[str] | None = None, mode: str = "inference
     return frame.reset_index(drop=True)
 
 
-def _tp_candidates(model: Model, device) -> list[int]:
+def _tp_candidates(ctx: Context, model: Model, device) -> list[int]:
     if model.family != "decoder":
         return [1]
-    limit = max(1, device.devices_per_node)
+    limit = max(1, ctx.node_size(device))
     heads = model.config.num_heads
     return [t for t in (1, 2, 4, 8, 16) if t <= limit and heads % t == 0
             and (model.config.num_kv_heads % t == 0 or t % model.config.num_kv_heads == 0)]
@@ -168,7 +168,7 @@ def _best_row(ctx, model, device, mode, batch, input_len, output_len, seq_len, i
     base = {"device": device.id, "vendor": device.vendor, "gpus": None, "tp": None, "fits": False, "tier": None}
     last_error = None
     prediction = None
-    for tp in _tp_candidates(model, device):
+    for tp in _tp_candidates(ctx, model, device):
         req = Request(model.name, device.id, mode, gpus=tp, tp=tp, batch=batch, input_len=input_len,
                       output_len=output_len, seq_len=seq_len, image_size=image_size, dtype=dtype, pricing=pricing,
                       **training)

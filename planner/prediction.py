@@ -29,6 +29,15 @@ class Context:
         """The efficiency model of `device`: its tier decides the uncertainty band."""
         return DatasheetEfficiency(self.defaults)
 
+    def node_size(self, device: Device) -> int:
+        """Devices that talk over the fast link of one server: the scale-up domain, or for PCIe cards
+        the largest catalog instance or on-prem server holding the device."""
+        sizes = [device.devices_per_node]
+        if not device.scaleup_bytes_per_s:
+            sizes += [i.device_count for i in self.catalog.instances_for(device.id)]
+            sizes += [s.device_count for s in self.catalog.servers.values() if s.device_id == device.id]
+        return max(sizes)
+
 
 @lru_cache(maxsize=1)
 def default_context() -> Context:
@@ -117,7 +126,7 @@ def price(ctx: Context, device: Device, devices: int, options: CostOptions, devi
             from planner.errors import ConfigError
             raise ConfigError(f"instance {instance.key} holds {instance.device_id}, not {device.id}")
         return cloud_cost(instance, devices, options.pricing)
-    instance = cheapest_instance(ctx.catalog, device, options.pricing)
+    instance = cheapest_instance(ctx.catalog, device, options.pricing, devices)
     return cloud_cost(instance, devices, options.pricing) if instance else None
 
 
@@ -126,14 +135,15 @@ def activation_bytes(dg: DeviceGraph, tokens: int) -> float:
     return tokens * dg.config.hidden_size * get_dtype(dg.dtype).bits / 8
 
 
-def layer_comm_s(dg: DeviceGraph, stage: int, tokens: int, device: Device, defaults: Defaults,
+def layer_comm_s(dg: DeviceGraph, stage: int, tokens: int, device: Device, defaults: Defaults, node: int,
                  passes: int = 1) -> float:
     """Tensor- and expert-parallel communication of one stage for `tokens` tokens, per pass.
 
     TP (Megatron): one all-reduce of [tokens, d] after attention and one after the MLP per layer
     (one per layer for a parallel block), one for the vocabulary-parallel embedding on the first
     stage. EP: an all-to-all to dispatch and one to combine the [tokens·k, d] routed rows per
-    MoE layer. `passes`: 1 for a forward, 2 for forward and backward.
+    MoE layer. `node`: devices per server on the fast link. `passes`: 1 for a forward, 2 for forward
+    and backward.
     """
     par, cfg = dg.parallelism, dg.config
     if dg.model.family != "decoder" or (par.tp == 1 and par.ep == 1):
@@ -144,18 +154,18 @@ def layer_comm_s(dg: DeviceGraph, stage: int, tokens: int, device: Device, defau
     if par.tp > 1:
         per_layer = 1 if cfg.parallel_block else 2
         count = layers * per_layer + (1 if stage == 0 else 0)
-        total += count * collective_time_s("allreduce", message, par.tp, device, defaults)
+        total += count * collective_time_s("allreduce", message, par.tp, device, defaults, node)
     if par.ep > 1 and cfg.num_experts:
         routed = message * cfg.experts_per_token
-        per_node = max(1, device.devices_per_node // par.pp)
+        per_node = max(1, node // par.pp)
         total += layers * 2 * collective_time_s("alltoall", routed, par.ep, device, defaults, per_node)
     return total * passes
 
 
-def pipeline_hop_s(dg: DeviceGraph, tokens: int, device: Device, defaults: Defaults) -> float:
+def pipeline_hop_s(dg: DeviceGraph, tokens: int, device: Device, defaults: Defaults, node: int) -> float:
     """One point-to-point send of [tokens, d] between consecutive pipeline stages."""
     if dg.parallelism.pp == 1:
         return 0.0
-    crosses = dg.parallelism.model_devices > device.devices_per_node
-    per_node = 1 if crosses else device.devices_per_node
+    crosses = dg.parallelism.model_devices > node
+    per_node = 1 if crosses else node
     return collective_time_s("p2p", activation_bytes(dg, tokens), 2, device, defaults, per_node)

@@ -45,6 +45,15 @@ def op_dtype(rec: OpRecord, graph_dtype: str) -> str:
     return graph_dtype
 
 
+def vector_peak(device: Device, graph_dtype: str) -> float:
+    """The rate of vector (non-matrix) work: the fp32 peak, or where none is sourced (Gaudi, TPU,
+    Trainium) the workload dtype's peak, an upper bound that only matters for the rare vector op
+    that is not memory-bound."""
+    if "fp32" in device.peak_flop_per_s:
+        return device.peak("fp32")
+    return device.peak(graph_dtype)
+
+
 def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device: Device,
             efficiency: EfficiencyModel) -> OpTime:
     """Predict one op's time on `device` (seconds)."""
@@ -54,7 +63,7 @@ def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device
     if category in MATRIX_CATEGORIES:
         peak = device.peak(op_dtype(rec, graph_dtype))
     else:
-        peak = device.peak("fp32")
+        peak = vector_peak(device, graph_dtype)
     compute = cost.flop / (peak * compute_eff) if cost.flop else 0.0
     memory = cost.bytes / (device.mem_bytes_per_s * memory_eff) if cost.bytes else 0.0
     if overhead > max(compute, memory):

@@ -62,16 +62,17 @@ def predict_training(ctx: Context, model: Model, device: Device, par: Parallelis
             backward += forward
         elif recompute == "selective":
             backward += st.breakdown_s.get(("forward", "attention"), 0.0)
-        comm = layer_comm_s(step_graph, s, tokens, device, ctx.defaults, passes=3 if recompute == "full" else 2)
+        comm = layer_comm_s(step_graph, s, tokens, device, ctx.defaults, ctx.node_size(device),
+                            passes=3 if recompute == "full" else 2)
         per_mb.append(forward + backward + comm)
-    hop = pipeline_hop_s(step_graph, tokens, device, ctx.defaults)
+    hop = pipeline_hop_s(step_graph, tokens, device, ctx.defaults, ctx.node_size(device))
     slowest = max(per_mb) + (2 * hop if par.pp > 1 else 0.0)
     pipeline = (microbatches + par.pp - 1) * slowest
     optimizer = max(st.phase_s("optimizer") for st in stages) / (par.dp if par.zero >= 1 else 1)
 
     # data-parallel communication of the largest stage's gradients (and weights under ZeRO)
     grad_bytes = max(stage_params(step_graph, s) for s in range(par.pp)) * get_dtype(dtype).bits / 8
-    per_node = max(1, device.devices_per_node // par.model_devices)
+    per_node = max(1, ctx.node_size(device) // par.model_devices)
     dp_comm = 0.0
     if par.dp > 1:
         if par.zero == 0:
