@@ -73,7 +73,7 @@ def _llm(ctx: Context, model: Model, device: Device, par: Parallelism, batch: in
     energy_j = _batch_energy(ctx, device, par, latency, total_busy, total_energy)
     memory = serving_memory(prefill, batch, input_len + output_len, device, ctx.defaults)
     avg_power = energy_j / (par.devices * latency)
-    basis = price(ctx, device, par.devices, cost, avg_power)
+    basis = price(ctx, device, par.devices, cost, avg_power, par.tp)
     metrics = {"batch": batch, "input_len": input_len, "output_len": output_len, "ttft_s": ttft, "tpot_s": tpot,
                "latency_s": latency, "throughput_tokens_per_s": throughput,
                "j_per_output_token": energy_j / (par.dp * batch * output_len), "average_power_w_per_gpu": avg_power,
@@ -91,7 +91,7 @@ def _forward(ctx: Context, model: Model, device: Device, par: Parallelism, batch
     energy_j = _batch_energy(ctx, device, par, latency, busy, energy)
     memory = serving_memory(dg, batch, 0, device, ctx.defaults)
     avg_power = energy_j / (par.devices * latency)
-    basis = price(ctx, device, par.devices, cost, avg_power)
+    basis = price(ctx, device, par.devices, cost, avg_power, par.tp)
     metrics = {"batch": batch, "latency_s": latency, "throughput_samples_per_s": throughput,
                "j_per_sample": energy_j / (par.dp * batch), "average_power_w_per_gpu": avg_power}
     if basis is not None:

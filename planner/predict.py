@@ -7,7 +7,7 @@ app print what these return and compute nothing themselves.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -165,6 +165,10 @@ def _tp_candidates(ctx: Context, model: Model, device) -> list[int]:
 
 
 def _best_row(ctx, model, device, mode, batch, input_len, output_len, seq_len, image_size, dtype, pricing, training):
+    """The smallest tensor-parallel group that fits, replicated to fill the cheapest instance that holds
+    one group (so that no rented device sits idle)."""
+    from planner.cost import cheapest_instance
+
     base = {"device": device.id, "vendor": device.vendor, "gpus": None, "tp": None, "fits": False, "tier": None}
     last_error = None
     prediction = None
@@ -178,6 +182,10 @@ def _best_row(ctx, model, device, mode, batch, input_len, output_len, seq_len, i
             last_error = str(exc)
             break
         if prediction.fits:
+            instance = cheapest_instance(ctx.catalog, device, pricing, tp, tp)
+            if instance is not None and instance.device_count >= 2 * tp:
+                filled = replace(req, gpus=instance.device_count // tp * tp, instance=instance.key)
+                prediction = predict(filled, ctx, model)
             break
     if prediction is None:
         return {**base, "note": last_error}

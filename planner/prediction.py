@@ -13,6 +13,7 @@ from planner.device_graph import DeviceGraph
 from planner.dtypes import get_dtype
 from planner.efficiency import DatasheetEfficiency, Defaults, EfficiencyModel, load_defaults
 from planner.energy import PowerModel
+from planner.errors import ConfigError
 from planner.memory import MemoryBreakdown
 from planner.parallel import Parallelism, collective_time_s
 
@@ -114,19 +115,26 @@ class Prediction:
         return out
 
 
-def price(ctx: Context, device: Device, devices: int, options: CostOptions, device_power_w: float) -> CostBasis | None:
-    """The cost basis of `devices` devices; None when the catalog has no instance with the device."""
+def price(ctx: Context, device: Device, devices: int, options: CostOptions, device_power_w: float,
+          group: int = 1) -> CostBasis | None:
+    """The cost basis of `devices` devices whose tensor-parallel groups of `group` must share an instance
+    or server; None when the catalog has no instance with the device that holds a group."""
     if options.site is not None:
         site = ctx.catalog.site(options.site)
         server = server_for(ctx.catalog, device)
+        if server.device_count < group:
+            raise ConfigError(f"a tensor-parallel group of {group} must fit in one server; {server.id} holds "
+                              f"{server.device_count}")
         return onprem_cost(server, site, devices, device_power_w, device.tdp_w, options.utilization)
     if options.instance is not None:
         instance = ctx.catalog.instance(options.instance)
         if instance.device_id != device.id:
-            from planner.errors import ConfigError
             raise ConfigError(f"instance {instance.key} holds {instance.device_id}, not {device.id}")
+        if instance.device_count < group:
+            raise ConfigError(f"a tensor-parallel group of {group} must fit in one instance; {instance.key} holds "
+                              f"{instance.device_count}")
         return cloud_cost(instance, devices, options.pricing)
-    instance = cheapest_instance(ctx.catalog, device, options.pricing, devices)
+    instance = cheapest_instance(ctx.catalog, device, options.pricing, devices, group)
     return cloud_cost(instance, devices, options.pricing) if instance else None
 
 

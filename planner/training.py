@@ -100,7 +100,7 @@ def predict_training(ctx: Context, model: Model, device: Device, par: Parallelis
                  + st.phase_energy_j.get("optimizer", 0.0) for st in stages]
     energy_j = par.dp * par.tp * sum(e + idle * max(0.0, step - b) for b, e in zip(busy, op_energy))
     avg_power = energy_j / (par.devices * step)
-    basis = price(ctx, device, par.devices, cost, avg_power)
+    basis = price(ctx, device, par.devices, cost, avg_power, par.tp)
     tokens_per_step = samples * (workload.seq_len or 1)
     metrics = {"micro_batch": micro_batch, "global_batch": samples, "microbatches": microbatches,
                "seq_len": workload.seq_len, "step_time_s": step, "tokens_per_s": tokens_per_step / step,
