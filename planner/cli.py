@@ -245,6 +245,11 @@ def _print_prediction(p) -> None:
     for key, label in energy_unit:
         if key in m:
             print(f"energy         {m[key]:.3g} {label}, {m['average_power_w_per_gpu']:.0f} W average per device")
+    for key in [k for k in m if k.startswith("kwh_per_")]:
+        unit = key.removeprefix("kwh_per_").replace("_", " ")
+        carbon = m.get("carbon_kg_per_" + key.removeprefix("kwh_per_"))
+        carbon_text = f", {carbon:,.3g} kg CO2e at {m['carbon_kg_co2e_per_kwh']:.3f} kg/kWh" if carbon is not None else ""
+        print(f"               {m[key]:,.3g} kWh per {unit}{carbon_text}")
     if p.cost is not None:
         print(f"cost           ${p.cost.usd_per_h:,.2f}/h  ({p.cost.what}; price of {p.cost.price_date})")
         for key, label in (("usd_per_million_output_tokens", "$ per 1M output tokens"),

@@ -49,6 +49,12 @@ class CostBasis:
     """On-prem: average facility draw (PUE applied)."""
     excluded: tuple[str, ...] = ()
     """Cost terms left out because the catalog has no sourced value for them."""
+    region: str | None = None
+    """Where the energy is drawn, as a carbon.csv key ("aws:us-east-1"); None if unknown."""
+    pue: float | None = None
+    """Power usage effectiveness of the facility; None where not sourced (cloud)."""
+    carbon_kg_per_kwh: float | None = None
+    """Grid intensity of an on-prem site (cloud: looked up by `region`)."""
 
 
 def cheapest_instance(catalog: Catalog, device: Device, pricing: str = "on_demand", devices: int = 1,
@@ -71,7 +77,8 @@ def cloud_cost(instance: Instance, devices: int, pricing: str = "on_demand") -> 
                           f"{', '.join(sorted(instance.price_usd_per_h))}")
     units = math.ceil(devices / instance.device_count)
     return CostBasis(units * instance.price_usd_per_h[pricing], "cloud", f"{units} x {instance.key} {pricing}", units,
-                     instance.price_date, (f"instances.csv:{instance.key}",))
+                     instance.price_date, (f"instances.csv:{instance.key}",),
+                     region=f"{instance.provider}:{instance.region}".lower())
 
 
 def onprem_cost(server: Server, site: Site, devices: int, device_power_w: float, device_tdp_w: float,
@@ -99,7 +106,8 @@ def onprem_cost(server: Server, site: Site, devices: int, device_power_w: float,
     energy_per_h = facility_w / 1000 * site.electricity_usd_per_kwh
     return CostBasis(fixed_per_h / utilization + energy_per_h, "onprem",
                      f"{units} x {server.id} at site {site.id} ({utilization:.0%} utilized)", units, server.date,
-                     (f"onprem_servers.csv:{server.id}", f"sites.csv:{site.id}"), capex, facility_w, tuple(excluded))
+                     (f"onprem_servers.csv:{server.id}", f"sites.csv:{site.id}"), capex, facility_w, tuple(excluded),
+                     region=f"site:{site.id}", pue=site.pue, carbon_kg_per_kwh=site.carbon_kg_per_kwh)
 
 
 def server_for(catalog: Catalog, device: Device) -> Server:

@@ -153,3 +153,36 @@ def test_compare_one_row_per_device_with_fit_first():
     v100 = frame[frame["device"] == "v100-sxm2-32gb"].iloc[0]
     assert "bf16" in v100["note"]  # no bf16 on Volta: a reason, not a number
     assert frame["fits"].iloc[0]
+
+
+def test_energy_per_job_with_pue_and_carbon_at_the_regional_intensity():
+    ctx = default_context()
+    site = ctx.catalog.site("us-virginia-colo")
+    p = predict(Request("llama-3.1-8b", "h100-sxm", batch=8, site="us-virginia-colo"))
+    m = p.metrics
+    # kWh per 1M tokens = J/token x 1e6 x PUE / 3.6e6; carbon = kWh x the site's grid intensity
+    assert m["kwh_per_million_output_tokens"] == pytest.approx(m["j_per_output_token"] * 1e6 * site.pue / 3.6e6)
+    assert m["carbon_kg_per_million_output_tokens"] == pytest.approx(m["kwh_per_million_output_tokens"]
+                                                                     * site.carbon_kg_per_kwh)
+    train = predict(Request("gpt2", "h100-sxm", "training", gpus=8, seq_len=1024, train_tokens=1e9,
+                            site="us-virginia-colo"))
+    assert train.metrics["kwh_per_training_run"] == pytest.approx(train.metrics["energy_to_train_j"] * site.pue / 3.6e6)
+
+
+def test_cloud_carbon_uses_the_instance_region_and_says_pue_is_missing():
+    p = predict(Request("llama-3.1-8b", "a100-sxm-40gb", batch=8, instance="a2-highgpu-8g"))
+    # gcp:us-central1 grid intensity from carbon.csv
+    assert p.metrics["carbon_kg_co2e_per_kwh"] == default_context().catalog.carbon_kg_per_kwh["gcp:us-central1"]
+    assert any("PUE" in n for n in p.notes)
+
+
+def test_committed_pricing_is_on_demand_less_the_sourced_discount():
+    ctx = default_context()
+    inst = ctx.catalog.instance("a2-highgpu-8g")
+    p = predict(Request("llama-3.1-8b", "a100-sxm-40gb", batch=8, instance="a2-highgpu-8g", pricing="committed_1y"))
+    # GCP 1-year resource-based CUD: 37% off (discounts.csv)
+    assert p.cost.usd_per_h == pytest.approx(inst.price_usd_per_h["on_demand"] * (1 - 0.37))
+    from planner.errors import ConfigError
+    with pytest.raises(ConfigError, match="no committed_1y price"):
+        predict(Request("llama-3.1-8b", "h100-sxm", batch=8, instance="runpod:8x H100 SXM (secure):secure-cloud",
+                        pricing="committed_1y"))
