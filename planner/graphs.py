@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from planner.capture import Capture, OpGraph, capture
-from planner.dtypes import DType, get_dtype
+from planner.dtypes import get_dtype
 from planner.errors import ConfigError, UnsupportedError
 from planner.zoo import Model
 

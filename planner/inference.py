@@ -21,10 +21,10 @@ from planner.catalog import Device
 from planner.device_graph import DeviceGraph, device_graph
 from planner.errors import ConfigError
 from planner.graphs import Workload, resolve_workload
-from planner.energy import carbon_kg, facility_kwh
 from planner.memory import serving_memory
 from planner.parallel import Parallelism, validate
-from planner.prediction import Context, CostOptions, Prediction, layer_comm_s, pipeline_hop_s, price
+from planner.prediction import (Context, CostOptions, Prediction, layer_comm_s, make_prediction, pipeline_hop_s,
+                                price)
 from planner.timing import stage_times
 from planner.zoo import Model
 
@@ -81,7 +81,7 @@ def _llm(ctx: Context, model: Model, device: Device, par: Parallelism, batch: in
                "kv_cache_bytes_per_token_per_gpu": memory.kv_cache_bytes / max(1, batch * (input_len + output_len))}
     if basis is not None:
         metrics["usd_per_million_output_tokens"] = basis.usd_per_h / (throughput * 3600) * 1e6
-    return _prediction(ctx, model, device, par, "inference", dtype, memory, energy_j, basis, metrics)
+    return make_prediction(ctx, model, device, par, "inference", dtype, memory, energy_j, basis, metrics)
 
 
 def _forward(ctx: Context, model: Model, device: Device, par: Parallelism, batch: int, seq_len: int | None,
@@ -97,51 +97,7 @@ def _forward(ctx: Context, model: Model, device: Device, par: Parallelism, batch
                "j_per_sample": energy_j / (par.dp * batch), "average_power_w_per_gpu": avg_power}
     if basis is not None:
         metrics["usd_per_thousand_samples"] = basis.usd_per_h / (throughput * 3600) * 1e3
-    return _prediction(ctx, model, device, par, "inference", dtype, memory, energy_j, basis, metrics)
-
-
-def _footprint(ctx: Context, basis, metrics: dict, energy_j: float, per: str, scale: float, notes: list) -> None:
-    """Add facility kWh (PUE applied) and kg CO2e at the regional intensity for `scale` x the unit of work."""
-    if basis is None or energy_j != energy_j:
-        return
-    pue = basis.pue
-    if pue is None:
-        pue = 1.0
-        notes.append("cloud facility overhead (PUE) is not in the catalog: kWh and carbon count device energy only")
-    kwh = facility_kwh(energy_j * scale, pue)
-    metrics[f"kwh_per_{per}"] = kwh
-    intensity = basis.carbon_kg_per_kwh
-    if intensity is None and basis.region:
-        intensity = ctx.catalog.carbon_kg_per_kwh.get(basis.region)
-    if intensity is None:
-        notes.append(f"no grid carbon intensity for region {basis.region!r} in carbon.csv: no carbon figure")
-        return
-    metrics[f"carbon_kg_per_{per}"] = carbon_kg(kwh, intensity)
-    metrics["carbon_kg_co2e_per_kwh"] = intensity
-
-
-def _prediction(ctx, model, device, par, mode, dtype, memory, energy_j, basis, metrics) -> Prediction:
-    eff = ctx.efficiency(device)
-    notes = []
-    if "j_per_output_token" in metrics:
-        _footprint(ctx, basis, metrics, metrics["j_per_output_token"], "million_output_tokens", 1e6, notes)
-    elif "j_per_sample" in metrics:
-        _footprint(ctx, basis, metrics, metrics["j_per_sample"], "thousand_samples", 1e3, notes)
-    elif "energy_to_train_j" in metrics:
-        _footprint(ctx, basis, metrics, metrics["energy_to_train_j"], "training_run", 1.0, notes)
-    elif "j_per_step" in metrics:
-        _footprint(ctx, basis, metrics, metrics["j_per_step"], "step", 1.0, notes)
-    if not device.tdp_w:
-        notes.append(f"{device.id} has no sourced TDP: energy is not predicted")
-    if basis is None:
-        notes.append(f"no catalog instance holds {device.id}: no cost (pass --site for on-prem)")
-    elif basis.excluded:
-        notes.append("cost excludes: " + "; ".join(basis.excluded))
-    if not memory.fits:
-        notes.append(f"does not fit: {memory.total_bytes / 1e9:.1f} GB needed per device, "
-                     f"{memory.capacity_bytes / 1e9:.1f} GB usable; short by {memory.shortfall_bytes / 1e9:.1f} GB")
-    return Prediction(model.name, device.id, par.devices, mode, dtype, par, eff.tier, eff.band_fraction, memory,
-                      energy_j, basis, metrics, (f"devices.csv:{device.id} ({device.date})",), tuple(notes))
+    return make_prediction(ctx, model, device, par, "inference", dtype, memory, energy_j, basis, metrics)
 
 
 def predict_inference(ctx: Context, model: Model, device: Device, par: Parallelism, batch: int | str = 1,

@@ -12,7 +12,7 @@ from planner.cost import CostBasis, cheapest_instance, cloud_cost, onprem_cost, 
 from planner.device_graph import DeviceGraph
 from planner.dtypes import get_dtype
 from planner.efficiency import DatasheetEfficiency, Defaults, EfficiencyModel, load_defaults
-from planner.energy import PowerModel
+from planner.energy import PowerModel, carbon_kg, facility_kwh
 from planner.errors import ConfigError
 from planner.memory import MemoryBreakdown
 from planner.parallel import Parallelism, collective_time_s
@@ -177,3 +177,49 @@ def pipeline_hop_s(dg: DeviceGraph, tokens: int, device: Device, defaults: Defau
     crosses = dg.parallelism.model_devices > node
     per_node = 1 if crosses else node
     return collective_time_s("p2p", activation_bytes(dg, tokens), 2, device, defaults, per_node)
+
+
+def _footprint(ctx: Context, basis, metrics: dict, energy_j: float, per: str, scale: float, notes: list) -> None:
+    """Add facility kWh (PUE applied) and kg CO2e at the regional intensity for `scale` x the unit of work."""
+    if basis is None or energy_j != energy_j:
+        return
+    pue = basis.pue
+    if pue is None:
+        pue = 1.0
+        notes.append("cloud facility overhead (PUE) is not in the catalog: kWh and carbon count device energy only")
+    kwh = facility_kwh(energy_j * scale, pue)
+    metrics[f"kwh_per_{per}"] = kwh
+    intensity = basis.carbon_kg_per_kwh
+    if intensity is None and basis.region:
+        intensity = ctx.catalog.carbon_kg_per_kwh.get(basis.region)
+    if intensity is None:
+        notes.append(f"no grid carbon intensity for region {basis.region!r} in carbon.csv: no carbon figure")
+        return
+    metrics[f"carbon_kg_per_{per}"] = carbon_kg(kwh, intensity)
+    metrics["carbon_kg_co2e_per_kwh"] = intensity
+
+
+def make_prediction(ctx: Context, model, device: Device, par: Parallelism, mode: str, dtype: str,
+                    memory: MemoryBreakdown, energy_j: float, basis: CostBasis | None, metrics: dict) -> Prediction:
+    """Assemble a Prediction: energy footprint per job, notes on what is missing, tier and rows used."""
+    eff = ctx.efficiency(device)
+    notes = []
+    if "j_per_output_token" in metrics:
+        _footprint(ctx, basis, metrics, metrics["j_per_output_token"], "million_output_tokens", 1e6, notes)
+    elif "j_per_sample" in metrics:
+        _footprint(ctx, basis, metrics, metrics["j_per_sample"], "thousand_samples", 1e3, notes)
+    elif "energy_to_train_j" in metrics:
+        _footprint(ctx, basis, metrics, metrics["energy_to_train_j"], "training_run", 1.0, notes)
+    elif "j_per_step" in metrics:
+        _footprint(ctx, basis, metrics, metrics["j_per_step"], "step", 1.0, notes)
+    if not device.tdp_w:
+        notes.append(f"{device.id} has no sourced TDP: energy is not predicted")
+    if basis is None:
+        notes.append(f"no catalog instance holds {device.id}: no cost (pass --site for on-prem)")
+    elif basis.excluded:
+        notes.append("cost excludes: " + "; ".join(basis.excluded))
+    if not memory.fits:
+        notes.append(f"does not fit: {memory.total_bytes / 1e9:.1f} GB needed per device, "
+                     f"{memory.capacity_bytes / 1e9:.1f} GB usable; short by {memory.shortfall_bytes / 1e9:.1f} GB")
+    return Prediction(model.name, device.id, par.devices, mode, dtype, par, eff.tier, eff.band_fraction, memory,
+                      energy_j, basis, metrics, (f"devices.csv:{device.id} ({device.date})",), tuple(notes))

@@ -25,7 +25,8 @@ from planner.errors import ConfigError
 from planner.graphs import Workload, resolve_workload
 from planner.memory import stage_params, training_memory
 from planner.parallel import Parallelism, collective_time_s, validate
-from planner.prediction import Context, CostOptions, Prediction, layer_comm_s, pipeline_hop_s, price
+from planner.prediction import (Context, CostOptions, Prediction, layer_comm_s, make_prediction, pipeline_hop_s,
+                                price)
 from planner.timing import stage_times
 from planner.zoo import Model
 
@@ -117,5 +118,4 @@ def predict_training(ctx: Context, model: Model, device: Device, par: Parallelis
         metrics["energy_to_train_j"] = steps * energy_j
         if basis is not None:
             metrics["cost_to_train_usd"] = steps * step / 3600 * basis.usd_per_h
-    from planner.inference import _prediction
-    return _prediction(ctx, model, device, par, "training", dtype, memory, energy_j, basis, metrics)
+    return make_prediction(ctx, model, device, par, "training", dtype, memory, energy_j, basis, metrics)

@@ -6,11 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.catalog import load_catalog
 from planner.device_graph import device_graph
 from planner.graphs import Workload
 from planner.memory import kv_bytes_per_token
-from planner.parallel import Parallelism
 from planner.predict import Request, compare, predict, request_from_row
 from planner.prediction import default_context
 from planner.timing import op_rows, stage_times
