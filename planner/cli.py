@@ -316,7 +316,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.roofline:
         from planner.plot import draw_roofline
         from planner.prediction import default_context
-        device = default_context().catalog.device(args.device)
+        device = default_context().device(args.device)
         everything = [r for group in rows.values() for r in group]
         draw_roofline(args.roofline, device, everything, args.dtype, f"{args.model} on {device.id} ({args.dtype}): "
                       f"{', '.join(rows)} ops")
@@ -373,6 +373,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_calibrate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="measure how efficiently each kind of op runs on the local device",
+                       description="Run microbenchmarks on the local device within a time budget (resumable) and "
+                                   "write a calibration profile under hardware_specs/calibration/<device-id>/.")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
+    p.add_argument("--budget-s", type=float, default=600.0, help="time budget in seconds (default 600)")
+    p.add_argument("--out", help="profile root directory (default hardware_specs/calibration)")
+    p.set_defaults(func=cmd_calibrate)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from planner.calibrate import calibrate
+
+    try:
+        calibrate(args.device, args.budget_s, args.out)
+    except KeyboardInterrupt:
+        print("\nplanner: calibration interrupted; measurements so far are kept: run the same command again "
+              "to resume", file=sys.stderr)
+        return 130
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of the `planner` command."""
     p = argparse.ArgumentParser(prog="planner", description="Performance model and capacity planner for AI workloads.")
@@ -380,6 +402,7 @@ def parser() -> argparse.ArgumentParser:
     _add_count(sub)
     _add_predict(sub)
     _add_compare(sub)
+    _add_calibrate(sub)
     return p
 
 

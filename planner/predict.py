@@ -79,7 +79,7 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
     """Predict one configuration."""
     ctx = ctx or default_context()
     model = model or resolve(req.model)
-    device = ctx.catalog.device(req.device)
+    device = ctx.device(req.device)
     par = parallelism(req)
     cost = CostOptions(req.instance, req.site, req.pricing, req.utilization)
     if req.mode == "inference":
@@ -142,10 +142,10 @@ def compare(model: str, devices: list[str] | None = None, mode: str = "inference
     resolved = resolve(model)
     if sort not in SORT_KEYS:
         raise ConfigError(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
-    ids = [ctx.catalog.device(d).id for d in devices] if devices else sorted(ctx.catalog.devices)
+    ids = [ctx.device(d).id for d in devices] if devices else sorted(ctx.catalog.devices)
     rows = []
     for device_id in ids:
-        device = ctx.catalog.device(device_id)
+        device = ctx.device(device_id)
         rows.append(_best_row(ctx, resolved, device, mode, batch, input_len, output_len, seq_len, image_size, dtype,
                               pricing, training))
     frame = pd.DataFrame(rows)
@@ -220,7 +220,7 @@ def op_rows(req: Request, ctx: Context | None = None) -> dict[str, list]:
 
     ctx = ctx or default_context()
     model = resolve(req.model)
-    device = ctx.catalog.device(req.device)
+    device = ctx.device(req.device)
     par = parallelism(req)
     batch = req.batch if isinstance(req.batch, int) else 1
     graphs = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from functools import lru_cache
 
 from planner.catalog import Catalog, Device, load_catalog
@@ -13,22 +14,43 @@ from planner.device_graph import DeviceGraph
 from planner.dtypes import get_dtype
 from planner.efficiency import DatasheetEfficiency, Defaults, EfficiencyModel, load_defaults
 from planner.energy import PowerModel, carbon_kg, facility_kwh
-from planner.errors import ConfigError
+from planner.errors import ConfigError, UnknownNameError
 from planner.memory import MemoryBreakdown
 from planner.parallel import Parallelism, collective_time_s
 
 
 @dataclass(frozen=True)
 class Context:
-    """Catalog, defaults and models a prediction is made with."""
+    """Catalog, defaults, calibration profiles and models a prediction is made with."""
 
     catalog: Catalog
     defaults: Defaults
     power: PowerModel
+    profiles: dict = field(default_factory=dict)
+    """Calibration profiles by device id (hardware_specs/calibration/)."""
+    _efficiency: dict = field(default_factory=dict, repr=False)
+
+    def device(self, name: str) -> Device:
+        """A catalog device by id or alias, or a profiled device that is not in the catalog (a CPU)."""
+        try:
+            return self.catalog.device(name)
+        except UnknownNameError as exc:
+            key = name.strip().lower()
+            if key in self.profiles:
+                from planner.profile import profile_device
+                device = profile_device(self.profiles[key])
+                if device is not None:
+                    return device
+            raise UnknownNameError("device", name, list(exc.valid) + sorted(self.profiles)) from None
 
     def efficiency(self, device: Device) -> EfficiencyModel:
-        """The efficiency model of `device`: its tier decides the uncertainty band."""
-        return DatasheetEfficiency(self.defaults)
+        """The efficiency model of `device`: measured (its profile), transferred (a profiled neighbour)
+        or datasheet; its tier decides the uncertainty band."""
+        if device.id not in self._efficiency:
+            from planner.profile import efficiency_for
+            self._efficiency[device.id] = efficiency_for(device, self.defaults, self.profiles,
+                                                         DatasheetEfficiency(self.defaults))
+        return self._efficiency[device.id]
 
     def node_size(self, device: Device) -> int:
         """Devices that talk over the fast link of one server: the scale-up domain, or for PCIe cards
@@ -44,9 +66,12 @@ class Context:
 def default_context() -> Context:
     """The context built from the shipped hardware_specs/, or from the directory named by the
     environment variable PLANNER_HARDWARE_SPECS (cached)."""
+    from planner.profile import load_profiles
+
     root = os.environ.get("PLANNER_HARDWARE_SPECS") or None
     catalog = load_catalog(root)
-    return Context(catalog, load_defaults(), PowerModel.from_catalog(catalog))
+    profiles = load_profiles(str(Path(root) / "calibration") if root else None)
+    return Context(catalog, load_defaults(), PowerModel.from_catalog(catalog), dict(profiles))
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,9 +57,10 @@ def vector_peak(device: Device, graph_dtype: str) -> float:
 def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device: Device,
             efficiency: EfficiencyModel) -> OpTime:
     """Predict one op's time on `device` (seconds)."""
-    if category == "view":
-        return OpTime(0.0, 0.0, 0.0, 0.0, "none", 0.0)
     compute_eff, memory_eff, overhead = efficiency.efficiencies(rec, category, device)
+    if category == "view":
+        # no kernel; on a CPU the dispatcher still costs a microsecond or so (measured by calibration)
+        return OpTime(overhead, 0.0, 0.0, overhead, "overhead" if overhead else "none", 0.0)
     if category in MATRIX_CATEGORIES:
         peak = device.peak(op_dtype(rec, graph_dtype))
     else:

@@ -1,0 +1,361 @@
+"""`planner calibrate`: microbenchmarks on the local device, within a time budget, resumable.
+
+The plan is a list of measurements in priority order (coarse grids first, so a short budget still
+covers every op kind): GEMM over a log-spaced (M, N, K) grid per dtype, batched GEMM, attention
+(prefill and decode, causal and not), convolutions from CNN families, memory-bound kernels
+(binary and transcendental elementwise, reduction, layer norm, softmax, copy) against bytes,
+host-to-device copy (GPUs), and per-op dispatch overhead. Each finished measurement is appended and
+flushed to `<out>/<device-id>/partial.jsonl`; an interrupted run picks up where it stopped. The
+profile is written to `profile.json` through a temporary file and an atomic rename: it is never
+half written.
+
+Memory-bound kernels are timed on warm buffers (their input was just written, as in a model where
+the previous op produced it); GEMM, convolution and attention inputs are rotated beyond the last
+level cache (weights stream from memory in a real model); the copy kernel is timed both ways and
+its cold large-buffer rate is the device's memory-bandwidth ceiling.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from planner.bench import LocalDevice, local_device, measure, random_tensor, rotation, synchronize, versions
+from planner.errors import ConfigError
+
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "hardware_specs" / "calibration"
+SCHEMA = 1
+_TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+TRANSCENDENTAL = frozenset({"aten.gelu", "aten.silu", "aten.tanh", "aten.exp", "aten.sigmoid", "aten.erf",
+                            "aten.pow", "aten.rsqrt", "aten.sqrt", "aten.log", "aten.sin", "aten.cos",
+                            "aten.gelu_backward", "aten.silu_backward", "aten.tanh_backward", "aten.sigmoid_backward"})
+MEMORY_KINDS = ("add", "gelu", "sum", "layer_norm", "softmax", "copy")
+
+
+def _grid(kind: str, device: LocalDevice) -> list[dict]:
+    cpu = device.kind == "cpu"
+    max_flop = 2e10 if cpu else 4e12
+    plan: list[dict] = []
+    dtypes = ["fp32", "bf16"] if cpu else ["fp32", "tf32", "bf16", "fp16"]
+    if not cpu and _fp8_ok(device):
+        dtypes.append("fp8")
+    if kind == "gemm":
+        ms = [1, 8, 64, 256, 1024, 4096]
+        ns = [64, 256, 1024, 4096, 16384, 65536]
+        ks = [64, 256, 1024, 4096, 16384]
+        # fp32 first and dense; other dtypes on every other grid point
+        for di, dtype in enumerate(dtypes):
+            step = 1 if di == 0 else 2
+            for m in ms[::step] if step > 1 else ms:
+                for n in ns[::step] if step > 1 else ns:
+                    for k in ks[::step] if step > 1 else ks:
+                        if 2 * m * n * k <= max_flop:
+                            plan.append({"kind": "gemm", "dtype": dtype, "m": m, "n": n, "k": k})
+        # a large square GEMM first (it sets the measured peak), then coarse to fine
+        plan.sort(key=lambda e: (e["dtype"] != "fp32", -(e["m"] == e["n"] == e["k"] == 1024), _coarse(e)))
+    elif kind == "bmm":
+        for b in (8, 48):
+            for m in (64, 256, 1024):
+                for k in (64, 256):
+                    plan.append({"kind": "bmm", "dtype": "fp32", "b": b, "m": m, "n": m, "k": k})
+    elif kind == "attention":
+        for bh in (12, 48):
+            for s in (64, 256, 1024):
+                for causal in (True, False):
+                    plan.append({"kind": "attention", "dtype": "fp32", "bh": bh, "sq": s, "sk": s, "d": 64,
+                                 "causal": causal})
+            for sk in (128, 512, 2048):
+                plan.append({"kind": "attention", "dtype": "fp32", "bh": bh, "sq": 1, "sk": sk, "d": 64,
+                             "causal": False})
+    elif kind == "conv":
+        plan.extend(_conv_shapes())
+    elif kind == "memory":
+        top = 27 if cpu else 30
+        # the cold copy sets the bandwidth ceiling: large sizes first
+        for exp in range(top + 1, 19, -2):
+            plan.append({"kind": "copy", "dtype": "fp32", "bytes": 2**exp, "warm": False})
+        # warm kernels coarse to fine: every 4th size, then the ones between
+        exps = list(range(12, top + 1))
+        for phase in (0, 2, 1, 3):
+            for exp in exps[phase::4]:
+                for kind_name in MEMORY_KINDS:
+                    plan.append({"kind": kind_name, "dtype": "fp32", "bytes": 2**exp, "warm": True})
+    elif kind == "overhead":
+        plan += [{"kind": "launch", "dtype": "fp32"}, {"kind": "view", "dtype": "fp32"}]
+    elif kind == "h2d" and not cpu:
+        for exp in range(16, 31, 2):
+            plan.append({"kind": "h2d", "dtype": "fp32", "bytes": 2**exp, "warm": False})
+    return plan
+
+
+def _coarse(entry: dict) -> int:
+    # points on the coarse sub-grid (every other value) come first, so a cut budget keeps coverage
+    return sum(int(math.log2(entry[k])) % 2 for k in ("m", "n", "k") if k in entry)
+
+
+def _conv_shapes() -> list[dict]:
+    """Convolutions of ResNet-style bottleneck and basic blocks and ViT patch embeddings, at batch
+    2 and 16 and resolutions 160 and 224 (implicit-GEMM sizes that bracket common CNN layers)."""
+    shapes = []
+    for batch in (2, 16):
+        for res in (160, 224):
+            s = [res // 4, res // 8, res // 16, res // 32]
+            shapes.append((batch, 3, res, 64, 7, 2, 3))
+            for size, width in zip(s, (64, 128, 256, 512)):
+                shapes += [(batch, width * 4, size, width, 1, 1, 0), (batch, width, size, width, 3, 1, 1),
+                           (batch, width, size, width * 4, 1, 1, 0)]
+            for size, width in zip(s[1:], (128, 256, 512)):
+                shapes.append((batch, width, size * 2, width, 3, 2, 1))
+            for dim in (384, 1024):
+                shapes.append((batch, 3, res, dim, 16, 16, 0))
+    return [{"kind": "conv", "dtype": "fp32", "n": n, "cin": cin, "hw": hw, "cout": cout, "ksize": k, "stride": st,
+             "pad": pad} for n, cin, hw, cout, k, st, pad in shapes]
+
+
+def _fp8_ok(device: LocalDevice) -> bool:
+    cap = device.properties.get("capability", "0.0")
+    return tuple(int(x) for x in cap.split(".")) >= (8, 9) and hasattr(torch, "_scaled_mm")
+
+
+def build_plan(device: LocalDevice) -> list[dict]:
+    """Every measurement of a full calibration, in priority order (round-robin over kinds)."""
+    groups = [_grid(k, device) for k in ("overhead", "gemm", "memory", "attention", "conv", "bmm", "h2d")]
+    plan: list[dict] = []
+    # round-robin so that a budget cut anywhere leaves every kind covered
+    while any(groups):
+        for g in groups:
+            if g:
+                plan.append(g.pop(0))
+    return plan
+
+
+def _cache_bytes(device: LocalDevice) -> float:
+    if device.kind == "gpu":
+        return float(device.properties.get("L2_cache_size", 64 * 2**20))
+    return 64 * 2**20  # above any L3 slice this machine class has (32 MiB here)
+
+
+def run_one(entry: dict, device: LocalDevice) -> dict:
+    """Measure one plan entry; return it with time_s, flop, bytes and the samples."""
+    dev = device.torch_device
+    kind = entry["kind"]
+    dtype = _TORCH_DTYPES.get(entry["dtype"], torch.float32)
+    cache = _cache_bytes(device)
+    flop = nbytes = 0.0
+    fn: Callable[[int], object]
+    if kind == "gemm":
+        m, n, k = entry["m"], entry["n"], entry["k"]
+        if entry["dtype"] == "fp8":
+            sets = rotation(lambda: (random_tensor((m, k), torch.float8_e4m3fn, dev),
+                                     random_tensor((n, k), torch.float8_e4m3fn, dev).t()),
+                            (m * k + k * n), cache, dev)
+            one = torch.ones((), device=dev)
+            fn = lambda i: torch._scaled_mm(sets[i % len(sets)][0], sets[i % len(sets)][1], scale_a=one, scale_b=one,
+                                            out_dtype=torch.bfloat16)
+            elem = 1
+        else:
+            elem = torch.empty((), dtype=dtype).element_size()
+            sets = rotation(lambda: (random_tensor((m, k), dtype, dev), random_tensor((k, n), dtype, dev)),
+                            (m * k + k * n) * elem, cache, dev)
+            fn = lambda i: torch.mm(*sets[i % len(sets)])
+        flop, nbytes = 2.0 * m * n * k, float((m * k + k * n) * elem + m * n * (2 if entry["dtype"] == "fp8" else elem))
+    elif kind == "bmm":
+        b, m, n, k = entry["b"], entry["m"], entry["n"], entry["k"]
+        sets = rotation(lambda: (random_tensor((b, m, k), dtype, dev), random_tensor((b, k, n), dtype, dev)),
+                        b * (m * k + k * n) * 4, cache, dev)
+        fn = lambda i: torch.bmm(*sets[i % len(sets)])
+        flop, nbytes = 2.0 * b * m * n * k, 4.0 * b * (m * k + k * n + m * n)
+    elif kind == "attention":
+        bh, sq, sk, d = entry["bh"], entry["sq"], entry["sk"], entry["d"]
+        causal = entry["causal"]
+        sets = rotation(lambda: (random_tensor((1, bh, sq, d), dtype, dev), random_tensor((1, bh, sk, d), dtype, dev),
+                                 random_tensor((1, bh, sk, d), dtype, dev)), 4 * bh * d * (sq + 2 * sk), cache, dev)
+        fn = lambda i: F.scaled_dot_product_attention(*sets[i % len(sets)], is_causal=causal)
+        flop = 4.0 * bh * sq * sk * d * (0.5 if causal else 1.0)
+        nbytes = 4.0 * bh * d * (2 * sq + 2 * sk)
+    elif kind == "conv":
+        n, cin, hw, cout, ks, st, pad = (entry[x] for x in ("n", "cin", "hw", "cout", "ksize", "stride", "pad"))
+        out = (hw + 2 * pad - ks) // st + 1
+        sets = rotation(lambda: (random_tensor((n, cin, hw, hw), dtype, dev),
+                                 random_tensor((cout, cin, ks, ks), dtype, dev)), 4 * (n * cin * hw * hw), cache, dev)
+        fn = lambda i: F.conv2d(sets[i % len(sets)][0], sets[i % len(sets)][1], stride=st, padding=pad)
+        flop = 2.0 * n * cout * out * out * cin * ks * ks
+        nbytes = 4.0 * (n * cin * hw * hw + cout * cin * ks * ks + n * cout * out * out)
+    elif kind in MEMORY_KINDS:
+        elements = max(1024, entry["bytes"] // 4)
+        rows = max(1, elements // 1024)
+        shape = (rows, elements // rows)
+        warm = entry.get("warm", True)
+        make = lambda: (random_tensor(shape, torch.float32, dev), random_tensor(shape, torch.float32, dev))
+        sets = [make()] if warm else rotation(make, 2 * entry["bytes"], cache, dev)
+        width = shape[1]
+        ops = {"add": (lambda a, b: torch.add(a, b), 3, 1), "gelu": (lambda a, b: F.gelu(a), 2, 1),
+               "sum": (lambda a, b: a.sum(-1), 1, 1), "softmax": (lambda a, b: torch.softmax(a, -1), 2, 5),
+               "layer_norm": (lambda a, b: F.layer_norm(a, (width,)), 2, 7), "copy": (lambda a, b: a.clone(), 2, 0)}
+        op, passes, per_element = ops[kind]
+        fn = lambda i: op(*sets[i % len(sets)])
+        nbytes = float(passes * shape[0] * shape[1] * 4)
+        flop = float(per_element * shape[0] * shape[1])
+    elif kind == "h2d":
+        host = random_tensor((entry["bytes"] // 4,), torch.float32, "cpu").pin_memory()
+        fn = lambda i: host.to(dev, non_blocking=True)
+        nbytes = float(entry["bytes"])
+    elif kind == "launch":
+        a = random_tensor((1,), torch.float32, dev)
+        fn = lambda i: torch.add(a, a)
+    elif kind == "view":
+        a = random_tensor((64, 64), torch.float32, dev)
+        fn = lambda i: a.view(4096)
+    else:
+        raise ConfigError(f"unknown calibration kind '{kind}'")
+    if kind in ("launch", "view"):
+        # per-call cost of a tiny op: a loop of 200 calls, timed together, per call
+        loop = lambda i: [fn(j) for j in range(200)]
+        t, samples = measure(loop, dev, warmup=2, repeats=15, budget_s=0.5)
+        t, samples = t / 200, [s / 200 for s in samples]
+    else:
+        t, samples = measure(fn, dev, warmup=2, repeats=20, budget_s=0.4 if device.kind == "cpu" else 0.2,
+                             min_repeats=3)
+    return {**entry, "time_s": t, "flop": flop, "bytes": nbytes, "samples": len(samples),
+            "spread": (max(samples) - min(samples)) / t if t > 0 else 0.0}
+
+
+def _plan_hash(plan: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _progress(done: int, total: int, entry: dict, left_s: float) -> None:
+    if not sys.stderr.isatty() and done % 10 and done != total:
+        return
+    width = 30
+    filled = int(width * done / max(total, 1))
+    label = " ".join(f"{k}={v}" for k, v in entry.items() if k not in ("kind",))[:48]
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {entry['kind']} {label:<48} "
+                     f"{max(0.0, left_s):5.0f} s left")
+    sys.stderr.flush()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Path | None = None,
+              plan: list[dict] | None = None, log: Callable[[str], None] | None = None) -> Path:
+    """Run the calibration plan on the local device within `budget_s`; return the profile path.
+
+    Resumes from `<out>/<device-id>/partial.jsonl` when it holds measurements of the same plan.
+    """
+    from planner.profile import fit_report
+
+    log = log or (lambda text: print(text, file=sys.stderr))
+    if budget_s <= 0:
+        raise ConfigError(f"--budget-s must be positive, got {budget_s}")
+    device = local_device(device_spec)
+    plan = plan if plan is not None else build_plan(device)
+    folder = Path(out or DEFAULT_OUT) / device.id
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / "partial.jsonl"
+    digest = _plan_hash(plan)
+    done: list[dict] = []
+    spent_before = 0.0
+    if partial.exists():
+        lines = partial.read_text().splitlines()
+        try:
+            header = json.loads(lines[0]) if lines else {}
+        except json.JSONDecodeError:
+            header = {}
+        if header.get("plan") == digest:
+            for line in lines[1:]:
+                try:
+                    done.append(json.loads(line))
+                except json.JSONDecodeError:
+                    break  # a line cut by the interruption: measure it again
+            spent_before = header.get("spent_s", 0.0)
+            log(f"calibrate: resuming {device.id}: {len(done)} of {len(plan)} measurements already done")
+        else:
+            partial.unlink()
+    if not partial.exists() or not done:
+        with open(partial, "w") as f:
+            f.write(json.dumps({"plan": digest, "device": device.id}) + "\n")
+    keys = {d.get("key") for d in done}
+    todo = [e for e in plan if json.dumps(e, sort_keys=True) not in keys]
+    log(f"calibrate: {device.id} ({device.name}) on {device.torch_device}: {len(todo)} measurements to go, "
+        f"budget {budget_s:.0f} s")
+    start = time.perf_counter()
+    skipped = 0
+    with open(partial, "a") as f:
+        for entry in todo:
+            elapsed = time.perf_counter() - start
+            if elapsed > budget_s:
+                skipped = len(plan) - len(done)
+                break
+            _progress(len(done), len(plan), entry, budget_s - elapsed)
+            try:
+                result = run_one(entry, device)
+            except (RuntimeError, TypeError) as exc:  # a dtype or kernel the device lacks
+                result = {**entry, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            result["key"] = json.dumps(entry, sort_keys=True)
+            done.append(result)
+            f.write(json.dumps(result) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+            synchronize(device.torch_device)
+    sys.stderr.write("\n")
+    duration = spent_before + time.perf_counter() - start
+    measured = [d for d in done if "error" not in d]
+    profile = {
+        "schema": SCHEMA, "device_id": device.id, "device_name": device.name, "kind": device.kind,
+        "torch_device": device.torch_device, "properties": device.properties, "versions": versions(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "duration_s": round(duration, 1), "budget_s": budget_s, "planned": len(plan), "measured": len(measured),
+        "not_measured": skipped, "failed": [d for d in done if "error" in d],
+        "collectives": "not measured: one device visible" if device.kind == "cpu" or
+                       device.properties.get("device_count", 1) < 2 else "not measured: not implemented for "
+                                                                          "several GPUs yet",
+        "power": "not sampled: NVML is not available for this device" if device.kind == "cpu" else "see power",
+        "measurements": measured,
+    }
+    profile["ceilings"] = ceilings(measured)
+    report = fit_report(profile)
+    profile["leave_one_out"] = report
+    target = folder / "profile.json"
+    _write_atomic(target, json.dumps(profile, indent=1) + "\n")
+    partial.unlink()
+    log(f"calibrate: wrote {target} ({len(measured)} measurements, {duration:.0f} s)")
+    for kind, stats in sorted(report["by_kind"].items()):
+        log(f"  leave-one-out {kind:<11} n={stats['n']:>3}  median |error| {stats['median_abs_error']:.1%}  "
+            f"p90 {stats['p90_abs_error']:.1%}")
+    log(f"  leave-one-out all         n={report['n']:>3}  median |error| {report['median_abs_error']:.1%}  "
+        f"p90 {report['p90_abs_error']:.1%}")
+    return target
+
+
+def ceilings(measured: list[dict]) -> dict:
+    """Achieved ceilings: best GEMM FLOP/s per dtype, cold copy bandwidth (read + written), overheads."""
+    out: dict = {}
+    for m in measured:
+        if m["kind"] == "gemm":
+            key = f"gemm_{m['dtype']}_flop_per_s"
+            out[key] = max(out.get(key, 0.0), m["flop"] / m["time_s"])
+        if m["kind"] == "copy" and not m.get("warm", True):
+            out["copy_bytes_per_s"] = max(out.get("copy_bytes_per_s", 0.0), m["bytes"] / m["time_s"])
+        if m["kind"] == "h2d":
+            out["h2d_bytes_per_s"] = max(out.get("h2d_bytes_per_s", 0.0), m["bytes"] / m["time_s"])
+        if m["kind"] in ("launch", "view"):
+            out[f"{m['kind']}_overhead_s"] = m["time_s"]
+    return out

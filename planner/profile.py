@@ -1,0 +1,389 @@
+"""Calibration profiles and the efficiency model fitted to them (the measured and transferred tiers).
+
+The model predicts each op's *roofline efficiency* η = ideal time / measured time, where the ideal
+time is max(FLOP / peak, bytes / bandwidth) on the profiled device and the measured time excludes
+the per-op dispatch overhead (kept as its own term). η is interpolated in log-shape space per op
+kind: linearly over the (M, N, K) grid for GEMM, by inverse-distance weighting of the nearest
+measurements for attention, convolution and batched GEMM, and piecewise-linearly against bytes
+for memory-bound kernels. On GPUs the wave quantization of 128x128 output tiles over the SMs is
+divided out before fitting and put back for the device predicted, so the fit transfers across
+SM counts. A prediction on device D is then D's own ideal time / η (+ overhead): on the profiled
+device this reproduces the measurements ("measured" tier); on another device of the same kind it
+carries the measured efficiencies over to D's peaks, bandwidth and unit count ("transferred").
+
+Uncertainty: leave-one-out residuals of the fit (each measurement predicted from the others) give
+the band: its 90th percentile |error| for the measured tier, widened for transferred predictions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from scipy.interpolate import LinearNDInterpolator
+
+from planner.capture import OpRecord
+from planner.catalog import Device
+from planner.efficiency import Defaults, KindDefaults, gemm_shape, wave_efficiency
+
+PROFILE_ROOT = Path(__file__).resolve().parents[1] / "hardware_specs" / "calibration"
+_TRANSCENDENTAL = frozenset({"aten.gelu", "aten.silu", "aten.tanh", "aten.exp", "aten.sigmoid", "aten.erf",
+                             "aten.pow", "aten.rsqrt", "aten.sqrt", "aten.log", "aten.sin", "aten.cos",
+                             "aten.gelu_backward", "aten.silu_backward", "aten.tanh_backward",
+                             "aten.sigmoid_backward"})
+MEMORY_KIND_OF_CATEGORY = {"elementwise": "add", "norm": "layer_norm", "softmax": "softmax", "reduction": "sum",
+                           "copy": "copy", "fill": "copy", "embedding": "copy", "loss": "copy", "sort": "add",
+                           "pool": "add", "optimizer": "add"}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A calibration profile as written by `planner calibrate`."""
+
+    device_id: str
+    device_name: str
+    kind: str
+    """"cpu" or "gpu"."""
+    properties: dict
+    ceilings: dict
+    measurements: tuple[dict, ...]
+    date: str
+    path: str
+    raw: dict = field(repr=False)
+
+    def device(self, catalog_device: Device | None) -> Device:
+        """The Device this profile measured: the catalog's where it has one (GPUs), else one built
+        from the measured ceilings (a CPU: peak = best measured GEMM rate, bandwidth = copy rate)."""
+        if catalog_device is not None:
+            return catalog_device
+        peaks = {key.removeprefix("gemm_").removesuffix("_flop_per_s"): value
+                 for key, value in self.ceilings.items() if key.startswith("gemm_")}
+        props = self.properties
+        vendor = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel"}.get(props.get("vendor", ""), props.get("vendor", ""))
+        return Device(id=self.device_id, name=self.device_name, vendor=vendor,
+                      generation=f"family-{props.get('family', '?')}-model-{props.get('model', '?')}", kind=self.kind,
+                      memory_bytes=props.get("memory_bytes"), mem_bytes_per_s=self.ceilings["copy_bytes_per_s"],
+                      peak_flop_per_s=peaks, llc_bytes=None, compute_units=props.get("logical_cpus"), clock_hz=None,
+                      tdp_w=None, idle_w=None, scaleup_bytes_per_s=None, devices_per_node=1,
+                      scaleout_bytes_per_s=None, pcie_bytes_per_s=None, release_year=None, confidence="measured",
+                      source=f"calibration profile {self.path} (measured ceilings)", date=self.date[:10])
+
+
+def read_profile(path: Path) -> Profile:
+    """Load one profile.json; raise ConfigError naming the file if it is malformed."""
+    from planner.errors import ConfigError
+
+    try:
+        raw = json.loads(path.read_text())
+        return Profile(raw["device_id"], raw["device_name"], raw["kind"], raw.get("properties", {}),
+                       raw["ceilings"], tuple(raw["measurements"]), raw["date"], str(path), raw)
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: malformed calibration profile ({type(exc).__name__}: {exc})") from None
+
+
+@lru_cache(maxsize=4)
+def load_profiles(root: str | None = None) -> dict[str, Profile]:
+    """Every profile under hardware_specs/calibration/<device-id>/profile.json, by device id."""
+    base = Path(root) if root else PROFILE_ROOT
+    return {p.parent.name: read_profile(p) for p in sorted(base.glob("*/profile.json"))}
+
+
+# ------------------------------------------------------------------ features and ideal times
+
+def _log2(x: float) -> float:
+    return math.log2(max(x, 1e-30))
+
+
+def _ideal_s(flop: float, nbytes: float, peak: float, bw: float) -> float:
+    return max(flop / peak if peak else 0.0, nbytes / bw if bw else 0.0)
+
+
+def _vector_peak(device: Device, dtype: str) -> float:
+    peaks = device.peak_flop_per_s
+    return peaks.get("fp32") or peaks.get(dtype) or max(peaks.values())
+
+
+def _dtype_peak(device: Device, dtype: str) -> float | None:
+    return device.peak_flop_per_s.get(dtype)
+
+
+def _features(m: dict) -> tuple[str, tuple[float, ...], tuple[int, int, int, int] | None]:
+    """(model key, log-shape features, GEMM shape for wave quantization) of one measurement."""
+    kind = m["kind"]
+    if kind == "gemm":
+        return f"gemm:{m['dtype']}", (_log2(m["m"]), _log2(m["n"]), _log2(m["k"])), (1, m["m"], m["n"], m["k"])
+    if kind == "bmm":
+        return "bmm", (_log2(m["b"]), _log2(m["m"]), _log2(m["n"]), _log2(m["k"])), (m["b"], m["m"], m["n"], m["k"])
+    if kind == "attention":
+        feats = (_log2(m["bh"]), _log2(m["sq"]), _log2(m["sk"]), _log2(m["d"]), 1.0 if m["causal"] else 0.0)
+        return "attention", feats, (m["bh"], m["sq"], m["sk"], m["d"])
+    if kind == "conv":
+        out = (m["hw"] + 2 * m["pad"] - m["ksize"]) // m["stride"] + 1
+        gm, gn, gk = m["n"] * out * out, m["cout"], m["cin"] * m["ksize"] ** 2
+        return "conv", (_log2(gm), _log2(gn), _log2(gk), _log2(m["ksize"] ** 2)), (1, gm, gn, gk)
+    if kind == "copy" and not m.get("warm", True):
+        return "mem:copy_cold", (_log2(m["bytes"]),), None
+    return f"mem:{kind}", (_log2(m["bytes"]),), None
+
+
+class _IDW:
+    """Inverse-distance weighting of the k nearest points (features standardized)."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, k: int = 4):
+        self.scale = np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
+        self.x, self.y, self.k = x / self.scale, y, min(k, len(y))
+
+    def __call__(self, q: np.ndarray) -> float:
+        d = np.sqrt(((self.x - q / self.scale) ** 2).sum(axis=1))
+        idx = np.argsort(d)[: self.k]
+        if d[idx[0]] < 1e-9:
+            return float(self.y[idx[0]])
+        w = 1.0 / d[idx] ** 2
+        return float((w * self.y[idx]).sum() / w.sum())
+
+
+class _Interpolator:
+    """log η against log-shape features: linear on a Delaunay mesh where possible, else IDW;
+    1-D kinds piecewise-linear in log bytes, constant beyond the ends."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, linear: bool):
+        self.dims = x.shape[1]
+        self.idw = _IDW(x, y)
+        self.linear = None
+        if self.dims == 1:
+            order = np.argsort(x[:, 0])
+            self.x1, self.y1 = x[order, 0], y[order]
+        elif linear and len(y) > self.dims + 1:
+            try:
+                self.linear = LinearNDInterpolator(x, y)
+            except Exception:  # degenerate (coplanar) points: IDW alone
+                self.linear = None
+
+    def __call__(self, q: tuple[float, ...]) -> float:
+        if self.dims == 1:
+            return float(np.interp(q[0], self.x1, self.y1))
+        point = np.asarray(q, dtype=float)
+        if self.linear is not None:
+            value = float(self.linear(point.reshape(1, -1))[0])
+            if not math.isnan(value):
+                return value
+        return self.idw(point)
+
+
+@dataclass
+class ProfileModel:
+    """Efficiency model fitted to a profile, scikit-learn style: fit(profile, device) returns self."""
+
+    kind_defaults: KindDefaults
+    """Tile sizes for wave quantization (GPU) from the efficiency defaults."""
+
+    def fit(self, profile: Profile, device: Device, exclude: int | None = None) -> ProfileModel:
+        """Fit per-kind interpolators of log η; `exclude` leaves one measurement out (for LOO)."""
+        groups: dict[str, tuple[list, list]] = {}
+        self.device_ = device
+        self.launch_s_ = profile.ceilings.get("launch_overhead_s", 0.0)
+        self.view_s_ = profile.ceilings.get("view_overhead_s", 0.0)
+        for i, m in enumerate(profile.measurements):
+            if i == exclude or m["kind"] in ("launch", "view", "h2d"):
+                continue
+            eta = self.efficiency_of(m, device)
+            if eta is None:
+                continue
+            key, feats, _ = _features(m)
+            xs, ys = groups.setdefault(key, ([], []))
+            xs.append(feats)
+            ys.append(math.log(eta))
+        self.models_ = {key: _Interpolator(np.asarray(xs, dtype=float), np.asarray(ys), key.startswith("gemm"))
+                        for key, (xs, ys) in groups.items() if len(ys) >= 2}
+        return self
+
+    def efficiency_of(self, m: dict, device: Device) -> float | None:
+        """Measured η of one measurement on `device` (wave quantization divided out on GPUs)."""
+        key, _, shape = _features(m)
+        dtype = m.get("dtype", "fp32")
+        peak = _dtype_peak(device, dtype) if key.startswith(("gemm", "bmm", "attention", "conv")) else \
+            _vector_peak(device, dtype)
+        if not peak:
+            return None
+        core = m["time_s"] - min(self.launch_s_, 0.5 * m["time_s"])
+        eta = _ideal_s(m["flop"], m["bytes"], peak, device.mem_bytes_per_s) / core
+        if shape is not None and device.kind == "gpu":
+            eta /= wave_efficiency(_wave_shape(key, shape), self.kind_defaults, device)
+        return eta if eta > 0 else None
+
+    def predict_eta(self, key: str, feats: tuple[float, ...], shape, device: Device) -> float | None:
+        """η for an op of model `key` with `feats` on `device` (None if the profile lacks the kind)."""
+        model = self.models_.get(key)
+        if model is None:
+            return None
+        eta = math.exp(model(feats))
+        if shape is not None and device.kind == "gpu":
+            eta *= wave_efficiency(_wave_shape(key, shape), self.kind_defaults, device)
+        return eta
+
+
+def _wave_shape(key: str, shape: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    if key == "attention":
+        # FlashAttention tiles the queries of each (batch, head): blocks = bh x ceil(Sq/128)
+        bh, sq, sk, d = shape
+        return bh, sq, d, sk
+    return shape
+
+
+def _op_key(rec: OpRecord, category: str, dtype: str, models: dict) -> tuple[str, tuple[float, ...], object] | None:
+    """The model key, features and wave shape for one op of a graph."""
+    if category in ("matmul", "conv", "attention"):
+        shape = gemm_shape(rec, category)
+        if shape is None:
+            return None
+        b, m, n, k = shape
+        if category == "matmul":
+            if b > 1 and "bmm" in models:
+                return "bmm", (_log2(b), _log2(m), _log2(n), _log2(k)), shape
+            key = f"gemm:{dtype}" if f"gemm:{dtype}" in models else "gemm:fp32"
+            return key, (_log2(m * b), _log2(n), _log2(k)), (1, m * b, n, k)
+        if category == "conv":
+            w = rec.arg("weight")
+            ksize = math.prod(w.shape[2:]) if w is not None and len(w.shape) > 2 else 1
+            return "conv", (_log2(m), _log2(n), _log2(k), _log2(ksize)), shape
+        q, key_t = rec.arg("query"), rec.arg("key")
+        causal = bool(rec.arg("is_causal", False))
+        return "attention", (_log2(b), _log2(m), _log2(key_t.shape[-2]), _log2(q.shape[-1]), float(causal)), \
+            (b, m, key_t.shape[-2], q.shape[-1])
+    kind = MEMORY_KIND_OF_CATEGORY.get(category)
+    if kind is None:
+        return None
+    if category == "elementwise" and rec.packet in _TRANSCENDENTAL:
+        kind = "gelu"
+    if category == "norm" and "batch_norm" in rec.packet:
+        kind = "add"
+    return f"mem:{kind}", None, None
+
+
+@dataclass(frozen=True)
+class ProfileEfficiency:
+    """The EfficiencyModel of a profiled device (tier measured) or a neighbour (tier transferred)."""
+
+    model: ProfileModel
+    profile: Profile
+    tier: str
+    band_fraction: float
+    fallback: object
+    """Datasheet efficiency for op kinds the profile does not cover."""
+    clock_ratio: float = 1.0
+    """Profiled device clock / predicted device clock, scaling the fixed per-op cost."""
+
+    def efficiencies(self, rec: OpRecord, category: str, device: Device) -> tuple[float, float, float]:
+        from planner.roofline import op_dtype
+
+        m = self.model
+        if category == "view":
+            return 1.0, 1.0, m.view_s_ * self.clock_ratio
+        overhead = m.launch_s_ * self.clock_ratio
+        found = _op_key(rec, category, "fp32", m.models_)
+        if found is None:
+            return self.fallback.efficiencies(rec, category, device)
+        key, feats, shape = found
+        if key.startswith("gemm"):
+            dtype = op_dtype(rec, "fp32")
+            key = f"gemm:{dtype}" if f"gemm:{dtype}" in m.models_ else key
+        if feats is None:  # memory-bound: features from the op's bytes
+            nbytes = sum(t.bytes for t in rec.tensors()) + sum(t.bytes for t in rec.outputs)
+            feats = (_log2(max(nbytes, 1.0)),)
+        eta = m.predict_eta(key, feats, shape, device)
+        if eta is None:
+            return self.fallback.efficiencies(rec, category, device)
+        return eta, eta, overhead
+
+
+def fit_report(raw_profile: dict) -> dict:
+    """Leave-one-out errors of the efficiency model on a profile's own measurements.
+
+    Each measurement is predicted from a model fitted to all the others; error = predicted time /
+    measured time − 1. Returns {"n", "median_abs_error", "p90_abs_error", "by_kind": {...}}.
+    """
+    from planner.efficiency import load_defaults
+
+    profile = Profile(raw_profile["device_id"], raw_profile["device_name"], raw_profile["kind"],
+                      raw_profile.get("properties", {}), raw_profile["ceilings"], tuple(raw_profile["measurements"]),
+                      raw_profile["date"], "(in memory)", raw_profile)
+    device = profile_device(profile)
+    if device is None or "copy_bytes_per_s" not in profile.ceilings:
+        return {"n": 0, "median_abs_error": float("nan"), "p90_abs_error": float("nan"), "by_kind": {}}
+    defaults = load_defaults().kinds.get(device.kind) or load_defaults().kinds["gpu"]
+    errors: dict[str, list[float]] = {}
+    full = ProfileModel(defaults).fit(profile, device)
+    for i, m in enumerate(profile.measurements):
+        if m["kind"] in ("launch", "view", "h2d"):
+            continue
+        key, feats, shape = _features(m)
+        measured_eta = full.efficiency_of(m, device)
+        if measured_eta is None or key not in full.models_:
+            continue
+        loo = ProfileModel(defaults).fit(profile, device, exclude=i)
+        if key not in loo.models_:
+            continue
+        predicted = math.exp(loo.models_[key](feats))
+        # time is inversely proportional to η (the overhead part is common to both)
+        errors.setdefault(key.split(":")[0] if not key.startswith("mem") else key, []).append(
+            measured_eta / predicted - 1)
+    every = [abs(e) for es in errors.values() for e in es]
+
+    def stats(values: list[float]) -> dict:
+        a = np.abs(np.asarray(values))
+        return {"n": len(values), "median_abs_error": float(np.median(a)) if len(a) else float("nan"),
+                "p90_abs_error": float(np.percentile(a, 90)) if len(a) else float("nan")}
+
+    return {**stats(every), "by_kind": {k: stats(v) for k, v in errors.items()}}
+
+
+def profile_device(profile: Profile) -> Device | None:
+    """The Device of a profile: the catalog's for a catalog id, else one from the measured ceilings."""
+    from planner.catalog import load_catalog
+    from planner.errors import PlannerError
+
+    try:
+        return load_catalog().device(profile.device_id)
+    except PlannerError:
+        if "copy_bytes_per_s" not in profile.ceilings or not any(k.startswith("gemm_") for k in profile.ceilings):
+            return None
+        return profile.device(None)
+
+
+def efficiency_for(device: Device, defaults: Defaults, profiles: dict[str, Profile], fallback) -> object:
+    """The efficiency model of `device`: its own profile (measured), the nearest profiled device of
+    the same kind (transferred: same vendor and generation first), or `fallback` (datasheet)."""
+    own = profiles.get(device.id)
+    kind_defaults = defaults.kinds.get(device.kind) or defaults.kinds["gpu"]
+    if own is not None:
+        ref = profile_device(own)
+        band = _band(own)
+        return ProfileEfficiency(ProfileModel(kind_defaults).fit(own, ref), own, "measured", band, fallback)
+    candidates = []
+    for profile in profiles.values():
+        ref = profile_device(profile)
+        if ref is None or ref.kind != device.kind or device.kind == "cpu":
+            continue
+        distance = (0 if (ref.vendor, ref.generation) == (device.vendor, device.generation) else
+                    1 if ref.vendor == device.vendor else 2)
+        bw = abs(math.log(ref.mem_bytes_per_s / device.mem_bytes_per_s))
+        candidates.append((distance, bw, profile.device_id, profile, ref))
+    if not candidates:
+        return fallback
+    _, _, _, profile, ref = min(candidates)
+    clock = (ref.clock_hz / device.clock_hz) if ref.clock_hz and device.clock_hz else 1.0
+    # a transferred prediction carries the neighbour's fit plus what the transfer cannot know:
+    # twice the measured band plus 10%, and never narrower than the datasheet band's half
+    band = min(defaults.datasheet_band_fraction, max(2 * _band(profile) + 0.10, defaults.datasheet_band_fraction / 2))
+    model = ProfileModel(kind_defaults).fit(profile, ref)
+    return ProfileEfficiency(model, profile, "transferred", band, fallback, clock)
+
+
+def _band(profile: Profile) -> float:
+    loo = profile.raw.get("leave_one_out", {})
+    value = loo.get("p90_abs_error")
+    return float(value) if value is not None and value == value else 0.25
