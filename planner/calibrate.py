@@ -39,7 +39,7 @@ _TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfl
 TRANSCENDENTAL = frozenset({"aten.gelu", "aten.silu", "aten.tanh", "aten.exp", "aten.sigmoid", "aten.erf",
                             "aten.pow", "aten.rsqrt", "aten.sqrt", "aten.log", "aten.sin", "aten.cos",
                             "aten.gelu_backward", "aten.silu_backward", "aten.tanh_backward", "aten.sigmoid_backward"})
-MEMORY_KINDS = ("add", "gelu", "sum", "layer_norm", "softmax", "copy")
+MEMORY_KINDS = ("add", "gelu", "sum", "layer_norm", "softmax", "copy", "batch_norm", "maxpool")
 
 
 def _grid(kind: str, device: LocalDevice) -> list[dict]:
@@ -50,19 +50,22 @@ def _grid(kind: str, device: LocalDevice) -> list[dict]:
     if not cpu and _fp8_ok(device):
         dtypes.append("fp8")
     if kind == "gemm":
-        ms = [1, 8, 64, 256, 1024, 4096]
-        ns = [64, 256, 1024, 4096, 16384, 65536]
-        ks = [64, 256, 1024, 4096, 16384]
-        # fp32 first and dense; other dtypes on every other grid point
+        # layout "nt" is nn.Linear's (weight stored [N, K], used transposed): a grid of powers of 2, dense
+        # where models' GEMMs live; "nn" (both operands row-major) and the other dtypes on powers of 4
+        fine_m = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]
+        fine_nk = [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
+        coarse_m, coarse_nk = [1, 8, 64, 256, 1024, 4096], [64, 256, 1024, 4096, 16384, 65536]
         for di, dtype in enumerate(dtypes):
-            step = 1 if di == 0 else 2
-            for m in ms[::step] if step > 1 else ms:
-                for n in ns[::step] if step > 1 else ns:
-                    for k in ks[::step] if step > 1 else ks:
-                        if 2 * m * n * k <= max_flop:
-                            plan.append({"kind": "gemm", "dtype": dtype, "m": m, "n": n, "k": k})
+            for layout in ("nt", "nn") if di == 0 else ("nt",):
+                fine = di == 0 and layout == "nt"
+                for m in fine_m if fine else coarse_m:
+                    for n in fine_nk if fine else coarse_nk:
+                        for k in (fine_nk if fine else coarse_nk)[:-1]:
+                            if 2 * m * n * k <= max_flop:
+                                plan.append({"kind": "gemm", "dtype": dtype, "layout": layout, "m": m, "n": n, "k": k})
         # a large square GEMM first (it sets the measured peak), then coarse to fine
-        plan.sort(key=lambda e: (e["dtype"] != "fp32", -(e["m"] == e["n"] == e["k"] == 1024), _coarse(e)))
+        plan.sort(key=lambda e: (e["dtype"] != "fp32", e["layout"] != "nt", -(e["m"] == e["n"] == e["k"] == 1024),
+                                 _coarse(e)))
     elif kind == "bmm":
         for b in (8, 48):
             for m in (64, 256, 1024):
@@ -99,7 +102,7 @@ def _grid(kind: str, device: LocalDevice) -> list[dict]:
 
 
 def _coarse(entry: dict) -> int:
-    # points on the coarse sub-grid (every other value) come first, so a cut budget keeps coverage
+    # points on the coarse sub-grid (powers of 4) come first, so a cut budget keeps coverage
     return sum(int(math.log2(entry[k])) % 2 for k in ("m", "n", "k") if k in entry)
 
 
@@ -145,8 +148,31 @@ def _cache_bytes(device: LocalDevice) -> float:
     return 64 * 2**20  # above any L3 slice this machine class has (32 MiB here)
 
 
+def _footprint_bytes(entry: dict) -> float:
+    """Bytes one plan entry allocates per input set (random_tensor builds each float input 3x over)."""
+    kind = entry["kind"]
+    if kind == "gemm":
+        return 3 * 4.0 * (entry["m"] * entry["k"] + entry["k"] * entry["n"]) + 4.0 * entry["m"] * entry["n"]
+    if kind == "bmm":
+        return 3 * 4.0 * entry["b"] * (entry["m"] * entry["k"] + entry["k"] * entry["n"])
+    return 3 * float(entry.get("bytes", 0))
+
+
+def memory_limit_bytes(device: LocalDevice) -> float:
+    """The largest footprint a benchmark may take: a tenth of host memory (CPU), a quarter of the GPU's."""
+    total = device.properties.get("memory_bytes") or 16e9
+    return total / (10 if device.kind == "cpu" else 4)
+
+
 def run_one(entry: dict, device: LocalDevice) -> dict:
-    """Measure one plan entry; return it with time_s, flop, bytes and the samples."""
+    """Measure one plan entry; return it with time_s, flop, bytes and the samples.
+
+    Raises MemoryError for an entry whose buffers would exceed memory_limit_bytes (recorded as skipped).
+    """
+    need = _footprint_bytes(entry)
+    if need > memory_limit_bytes(device):
+        raise MemoryError(f"skipped: needs {need / 1e9:.1f} GB, over the {memory_limit_bytes(device) / 1e9:.1f} GB "
+                          "allowed for one benchmark")
     dev = device.torch_device
     kind = entry["kind"]
     dtype = _TORCH_DTYPES.get(entry["dtype"], torch.float32)
@@ -165,8 +191,13 @@ def run_one(entry: dict, device: LocalDevice) -> dict:
             elem = 1
         else:
             elem = torch.empty((), dtype=dtype).element_size()
-            sets = rotation(lambda: (random_tensor((m, k), dtype, dev), random_tensor((k, n), dtype, dev)),
-                            (m * k + k * n) * elem, cache, dev)
+            if entry.get("layout", "nt") == "nt":
+                # as nn.Linear: x [M, K] @ W[N, K].t()
+                sets = rotation(lambda: (random_tensor((m, k), dtype, dev), random_tensor((n, k), dtype, dev).t()),
+                                (m * k + k * n) * elem, cache, dev)
+            else:
+                sets = rotation(lambda: (random_tensor((m, k), dtype, dev), random_tensor((k, n), dtype, dev)),
+                                (m * k + k * n) * elem, cache, dev)
             fn = lambda i: torch.mm(*sets[i % len(sets)])
         flop, nbytes = 2.0 * m * n * k, float((m * k + k * n) * elem + m * n * (2 if entry["dtype"] == "fp8" else elem))
     elif kind == "bmm":
@@ -191,6 +222,18 @@ def run_one(entry: dict, device: LocalDevice) -> dict:
         fn = lambda i: F.conv2d(sets[i % len(sets)][0], sets[i % len(sets)][1], stride=st, padding=pad)
         flop = 2.0 * n * cout * out * out * cin * ks * ks
         nbytes = 4.0 * (n * cin * hw * hw + cout * cin * ks * ks + n * cout * out * out)
+    elif kind in ("batch_norm", "maxpool"):
+        # NCHW activations of a CNN: [1, 64, h, h]
+        side = max(4, int(math.sqrt(max(1024, entry["bytes"] // 4) / 64)))
+        x = random_tensor((1, 64, side, side), torch.float32, dev)
+        stats = [random_tensor((64,), torch.float32, dev).abs() for _ in range(4)]
+        if kind == "maxpool":
+            fn = lambda i: F.max_pool2d(x, 3, 2, 1)
+            out = (side + 1) // 2
+            nbytes, flop = 4.0 * 64 * (side * side + out * out), 9.0 * 64 * out * out
+        else:
+            fn = lambda i: F.batch_norm(x, stats[0], stats[1], stats[2], stats[3], False)
+            nbytes, flop = 8.0 * 64 * side * side, 2.0 * 64 * side * side
     elif kind in MEMORY_KINDS:
         elements = max(1024, entry["bytes"] // 4)
         rows = max(1, elements // 1024)
@@ -228,6 +271,116 @@ def run_one(entry: dict, device: LocalDevice) -> dict:
                              min_repeats=3)
     return {**entry, "time_s": t, "flop": flop, "bytes": nbytes, "samples": len(samples),
             "spread": (max(samples) - min(samples)) / t if t > 0 else 0.0}
+
+
+def sample_power(device: LocalDevice, seconds: float = 2.0) -> dict | str:
+    """Average board power (NVML) idle, during a large bf16 GEMM loop and during a large copy loop.
+
+    Returns {"idle_w", "gemm_w", "copy_w", "tdp_limit_w"} or a string saying why nothing was sampled.
+    """
+    if device.kind != "gpu":
+        return "not sampled: NVML reads GPUs only"
+    try:
+        import threading
+
+        import pynvml
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(int(device.torch_device.split(":")[1]))
+    except Exception as exc:  # no NVML library or no permission: say so in the profile
+        return f"not sampled: NVML unavailable ({type(exc).__name__})"
+
+    def average(work: Callable[[], object] | None) -> float:
+        readings: list[float] = []
+        stop = threading.Event()
+
+        def sampler():
+            while not stop.is_set():
+                readings.append(pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0)
+                time.sleep(0.02)
+
+        thread = threading.Thread(target=sampler)
+        thread.start()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            if work is not None:
+                work()
+                synchronize(device.torch_device)
+            else:
+                time.sleep(0.05)
+        stop.set()
+        thread.join()
+        # the first quarter is the ramp: keep the steady part
+        steady = readings[len(readings) // 4:] or readings
+        return sum(steady) / len(steady)
+
+    dev = device.torch_device
+    a, b = random_tensor((8192, 8192), torch.bfloat16, dev), random_tensor((8192, 8192), torch.bfloat16, dev)
+    big = random_tensor((2**28,), torch.float32, dev)
+    out = {"idle_w": average(None), "gemm_w": average(lambda: torch.mm(a, b)), "copy_w": average(lambda: big.clone())}
+    try:
+        out["tdp_limit_w"] = pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0
+    except Exception:  # older drivers lack the call
+        pass
+    return out
+
+
+def _steal_ticks() -> int | None:
+    """CPU time stolen by the hypervisor so far (/proc/stat), in clock ticks; None off Linux."""
+    try:
+        fields = open("/proc/stat").readline().split()
+        return int(fields[8]) if fields[0] == "cpu" and len(fields) > 8 else None
+    except OSError:
+        return None
+
+
+def outliers(measurements: list[dict], threshold: float = 0.15) -> list[int]:
+    """Indices of GEMM measurements whose log efficiency differs from the median of their grid
+    neighbours (one step along any axis) by more than `threshold`, worst first.
+
+    Interference on a shared machine only ever slows a kernel down, and in bursts longer than one
+    measurement: such points stand out from their neighbours and are worth measuring again.
+    """
+    index = {}
+    for i, m in enumerate(measurements):
+        if m["kind"] == "gemm":
+            index[(m["dtype"], m.get("layout", "nt"), m["m"], m["n"], m["k"])] = i
+    rate = lambda m: m["flop"] / m["time_s"]
+    flagged = []
+    for (dtype, layout, mm, nn, kk), i in index.items():
+        around = []
+        for dm, dn, dk in ((2, 1, 1), (0.5, 1, 1), (1, 2, 1), (1, 0.5, 1), (1, 1, 2), (1, 1, 0.5)):
+            j = index.get((dtype, layout, int(mm * dm), int(nn * dn), int(kk * dk)))
+            if j is not None:
+                # scale the neighbour's rate to this shape by the FLOP ratio only through log-rate
+                around.append(math.log(rate(measurements[j])))
+        if len(around) >= 2:
+            deviation = abs(math.log(rate(measurements[i])) - sorted(around)[len(around) // 2])
+            if deviation > threshold:
+                flagged.append((deviation, i))
+    return [i for _, i in sorted(flagged, reverse=True)]
+
+
+def recheck(measurements: list[dict], device: LocalDevice, budget_s: float, log: Callable[[str], None]) -> int:
+    """Measure outliers again within `budget_s`, keeping the lower median; return how many were redone."""
+    start = time.perf_counter()
+    redone = 0
+    for i in outliers(measurements):
+        if time.perf_counter() - start > budget_s:
+            break
+        m = measurements[i]
+        entry = json.loads(m["key"]) if "key" in m else {k: m[k] for k in ("kind", "dtype", "layout", "m", "n", "k")
+                                                          if k in m}
+        try:
+            again = run_one(entry, device)
+        except (RuntimeError, TypeError, MemoryError):
+            continue
+        m["first_time_s"] = m.get("first_time_s", m["time_s"])
+        m["rechecked"] = True
+        if again["time_s"] < m["time_s"]:
+            m["time_s"], m["samples"], m["spread"] = again["time_s"], again["samples"], again["spread"]
+        redone += 1
+    log(f"calibrate: re-measured {redone} outlying GEMM points (kept the faster median of two)")
+    return redone
 
 
 def _plan_hash(plan: list[dict]) -> str:
@@ -297,17 +450,19 @@ def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Pat
     log(f"calibrate: {device.id} ({device.name}) on {device.torch_device}: {len(todo)} measurements to go, "
         f"budget {budget_s:.0f} s")
     start = time.perf_counter()
+    steal_before = _steal_ticks()
+    main_budget = 0.8 * budget_s  # the rest re-measures outliers
     skipped = 0
     with open(partial, "a") as f:
         for entry in todo:
             elapsed = time.perf_counter() - start
-            if elapsed > budget_s:
+            if elapsed > main_budget:
                 skipped = len(plan) - len(done)
                 break
             _progress(len(done), len(plan), entry, budget_s - elapsed)
             try:
                 result = run_one(entry, device)
-            except (RuntimeError, TypeError) as exc:  # a dtype or kernel the device lacks
+            except (RuntimeError, TypeError, MemoryError) as exc:  # a dtype or kernel the device lacks, or too large
                 result = {**entry, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
             result["key"] = json.dumps(entry, sort_keys=True)
             done.append(result)
@@ -316,18 +471,23 @@ def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Pat
             os.fsync(f.fileno())
             synchronize(device.torch_device)
     sys.stderr.write("\n")
-    duration = spent_before + time.perf_counter() - start
     measured = [d for d in done if "error" not in d]
+    recheck(measured, device, max(0.0, budget_s - (time.perf_counter() - start)), log)
+    duration = spent_before + time.perf_counter() - start
+    steal_after = _steal_ticks()
+    busy = (time.perf_counter() - start) * os.sysconf("SC_CLK_TCK") * (os.cpu_count() or 1)
+    steal = (steal_after - steal_before) / busy if steal_before is not None and steal_after is not None and busy else None
     profile = {
         "schema": SCHEMA, "device_id": device.id, "device_name": device.name, "kind": device.kind,
         "torch_device": device.torch_device, "properties": device.properties, "versions": versions(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "duration_s": round(duration, 1), "budget_s": budget_s, "planned": len(plan), "measured": len(measured),
+        "cpu_steal_fraction": steal,
         "not_measured": skipped, "failed": [d for d in done if "error" in d],
         "collectives": "not measured: one device visible" if device.kind == "cpu" or
                        device.properties.get("device_count", 1) < 2 else "not measured: not implemented for "
                                                                           "several GPUs yet",
-        "power": "not sampled: NVML is not available for this device" if device.kind == "cpu" else "see power",
+        "power": sample_power(device) if (time.perf_counter() - start) < budget_s else "not sampled: budget spent",
         "measurements": measured,
     }
     profile["ceilings"] = ceilings(measured)
@@ -342,7 +502,48 @@ def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Pat
             f"p90 {stats['p90_abs_error']:.1%}")
     log(f"  leave-one-out all         n={report['n']:>3}  median |error| {report['median_abs_error']:.1%}  "
         f"p90 {report['p90_abs_error']:.1%}")
+    inner = report.get("interior", {})
+    if inner.get("n"):
+        log(f"  leave-one-out interior    n={inner['n']:>3}  median |error| {inner['median_abs_error']:.1%}  "
+            f"p90 {inner['p90_abs_error']:.1%}  (the measured tier's band)")
     return target
+
+
+def recheck_profile(path: str | Path, device_spec: str, budget_s: float, log: Callable[[str], None] | None = None) -> int:
+    """Re-measure the outliers of an existing profile of the local device within `budget_s`, refit it
+    and rewrite it atomically; return how many points were measured again."""
+    log = log or (lambda text: print(text, file=sys.stderr))
+    file = Path(path)
+    profile = json.loads(file.read_text())
+    device = local_device(device_spec)
+    if profile["device_id"] != device.id:
+        raise ConfigError(f"{file} was measured on {profile['device_id']}, not on this device ({device.id})")
+    redone = recheck(profile["measurements"], device, budget_s, log)
+    profile["rechecked_on"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    _write_atomic(file, json.dumps(profile, indent=1) + "\n")
+    refit(file, log)
+    return redone
+
+
+def refit(path: str | Path, log: Callable[[str], None] | None = None) -> dict:
+    """Recompute a profile's ceilings and leave-one-out report from its measurements (after the
+    efficiency model changes) and rewrite it atomically; return the report."""
+    from planner.profile import fit_report
+
+    log = log or (lambda text: print(text, file=sys.stderr))
+    file = Path(path)
+    try:
+        profile = json.loads(file.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read the profile ({exc})") from None
+    profile["ceilings"] = {**profile.get("ceilings", {}), **ceilings(profile["measurements"])}
+    profile["leave_one_out"] = fit_report(profile)
+    _write_atomic(file, json.dumps(profile, indent=1) + "\n")
+    report = profile["leave_one_out"]
+    inner = report.get("interior", {})
+    log(f"refit {file}: leave-one-out median |error| {report['median_abs_error']:.1%}, p90 {report['p90_abs_error']:.1%}; "
+        f"interior p90 {inner.get('p90_abs_error', float('nan')):.1%}")
+    return report
 
 
 def ceilings(measured: list[dict]) -> dict:

@@ -42,6 +42,9 @@ class TensorMeta:
     """Width of one element in bits as counted (the workload's logical dtype for its floats)."""
     touched: int
     """Distinct storage elements addressed: dimensions with stride 0 (broadcast) count once."""
+    col_major: bool = False
+    """The last two dimensions are stored transposed (stride 1 along rows): an nn.Linear weight as
+    mm sees it. Kernels run such operands at different speeds, so calibration tells them apart."""
 
     @property
     def numel(self) -> int:
@@ -134,7 +137,8 @@ class _Recorder(TorchDispatchMode):
 
     def _meta(self, t: torch.Tensor) -> TensorMeta:
         bits = self._logical_bits if t.dtype == self._capture_dtype else t.element_size() * 8
-        return TensorMeta(tuple(t.shape), str(t.dtype).removeprefix("torch."), bits, _touched(t))
+        col_major = t.dim() >= 2 and t.stride(-2) == 1 and t.stride(-1) != 1 and t.shape[-1] > 1
+        return TensorMeta(tuple(t.shape), str(t.dtype).removeprefix("torch."), bits, _touched(t), col_major)
 
     def _value(self, v: Any) -> Any:
         if isinstance(v, torch.Tensor):

@@ -295,7 +295,11 @@ def _run_configs(args: argparse.Namespace) -> int:
         try:
             if "__error__" in row:
                 raise PlannerError(row["__error__"])
-            out = predict(request_from_row(row)).as_dict()
+            if "op" in row:
+                from planner.ops import predict_op_row
+                out = predict_op_row(row)
+            else:
+                out = predict(request_from_row(row)).as_dict()
             print(json.dumps({"id": ident, **out}, default=str))
         except PlannerError as exc:
             print(json.dumps({"id": ident, "error": str(exc)}))
@@ -380,18 +384,96 @@ def _add_calibrate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
     p.add_argument("--budget-s", type=float, default=600.0, help="time budget in seconds (default 600)")
     p.add_argument("--out", help="profile root directory (default hardware_specs/calibration)")
+    p.add_argument("--refit", action="store_true",
+                   help="measure nothing: refit the efficiency model of every profile under --out")
+    p.add_argument("--recheck", action="store_true",
+                   help="re-measure the outlying points of this device's profile within --budget-s, then refit")
     p.set_defaults(func=cmd_calibrate)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from planner.calibrate import calibrate
+    from pathlib import Path
 
+    from planner.bench import local_device
+    from planner.calibrate import DEFAULT_OUT, calibrate, recheck_profile, refit
+
+    if args.recheck:
+        path = Path(args.out or DEFAULT_OUT) / local_device(args.device).id / "profile.json"
+        if not path.exists():
+            raise PlannerError(f"no profile at {path}: run `planner calibrate --device {args.device}` first")
+        recheck_profile(path, args.device, args.budget_s)
+        return 0
+    if args.refit:
+        for path in sorted(Path(args.out or DEFAULT_OUT).glob("*/profile.json")):
+            refit(path)
+        return 0
     try:
         calibrate(args.device, args.budget_s, args.out)
     except KeyboardInterrupt:
         print("\nplanner: calibration interrupted; measurements so far are kept: run the same command again "
               "to resume", file=sys.stderr)
         return 130
+    return 0
+
+
+def _add_validate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="measure real models and ops here and compare with predictions",
+                       description="Run real models (random weights) and off-grid op shapes on the local device, "
+                                   "predict the same from its calibration profile, and print the error.")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--models", nargs="*", help="cases like resnet50:b=8, bert-base:b=1:s=128, gpt2:decode:b=1:c=256 "
+                                               "(default: the device's standard set)")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), help="default fp32 on CPU, bf16 on GPU")
+    p.add_argument("--budget-per-case-s", type=float, default=2.0, help="timing budget per model case")
+    p.add_argument("--json", action="store_true", help="print one JSON row per case")
+    p.set_defaults(func=cmd_validate)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from planner.validate import fmt_table, summary, validate
+
+    log = (lambda text: print(text, file=sys.stderr)) if args.json else print
+    cases = validate(args.device, tuple(args.models) if args.models is not None else None, args.dtype,
+                     args.budget_per_case_s, log)
+    if args.json:
+        print(json.dumps({"cases": [c.as_dict() for c in cases], "summary": summary(cases)}, indent=2))
+    else:
+        print()
+        print(fmt_table(cases))
+    return 0
+
+
+def _add_op(sub: argparse._SubParsersAction) -> None:
+    from planner.ops import OPS
+
+    p = sub.add_parser("op", help="predict one GEMM, copy, host-to-device copy or collective",
+                       description="Predict the time of one op on a device from its calibration profile or datasheet.")
+    p.add_argument("op", choices=OPS)
+    p.add_argument("--device", required=True, help="catalog id or alias, or a profiled local device id")
+    p.add_argument("--m", type=_positive_int)
+    p.add_argument("--n", type=_positive_int)
+    p.add_argument("--k", type=_positive_int)
+    p.add_argument("--dtype", choices=list(DTYPES), default="fp32")
+    p.add_argument("--bytes", type=float, help="message or buffer size in bytes")
+    p.add_argument("--gpus", type=_positive_int, help="collectives: devices taking part")
+    p.add_argument("--nodes", type=_positive_int, default=1, help="collectives: nodes they span")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_op)
+
+
+def cmd_op(args: argparse.Namespace) -> int:
+    from planner.ops import predict_op
+
+    p = predict_op(args.op, args.device, m=args.m, n=args.n, k=args.k, dtype=args.dtype, nbytes=args.bytes,
+                   gpus=args.gpus, nodes=args.nodes)
+    d = p.as_dict()
+    if args.json:
+        print(json.dumps(d, indent=2))
+        return 0
+    units = {"flop_per_s": "FLOP/s", "bytes_per_s": "B/s", "bus_bytes_per_s": "B/s (bus)"}
+    lo, hi = d["time_range_s"]
+    print(f"{p.op} on {p.device}: {_fmt_time(p.time_s)} ({_fmt_time(lo)} .. {_fmt_time(hi)}), "
+          f"{si(p.rate, units[p.rate_key])}, {p.bound}-bound, tier {p.tier}")
     return 0
 
 
@@ -403,6 +485,8 @@ def parser() -> argparse.ArgumentParser:
     _add_predict(sub)
     _add_compare(sub)
     _add_calibrate(sub)
+    _add_validate(sub)
+    _add_op(sub)
     return p
 
 

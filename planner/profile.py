@@ -115,7 +115,8 @@ def _features(m: dict) -> tuple[str, tuple[float, ...], tuple[int, int, int, int
     """(model key, log-shape features, GEMM shape for wave quantization) of one measurement."""
     kind = m["kind"]
     if kind == "gemm":
-        return f"gemm:{m['dtype']}", (_log2(m["m"]), _log2(m["n"]), _log2(m["k"])), (1, m["m"], m["n"], m["k"])
+        family = "gemm" if m.get("layout", "nt") == "nt" else "gemm_nn"
+        return f"{family}:{m['dtype']}", (_log2(m["m"]), _log2(m["n"]), _log2(m["k"])), (1, m["m"], m["n"], m["k"])
     if kind == "bmm":
         return "bmm", (_log2(m["b"]), _log2(m["m"]), _log2(m["n"]), _log2(m["k"])), (m["b"], m["m"], m["n"], m["k"])
     if kind == "attention":
@@ -147,31 +148,56 @@ class _IDW:
 
 
 class _Interpolator:
-    """log η against log-shape features: linear on a Delaunay mesh where possible, else IDW;
-    1-D kinds piecewise-linear in log bytes, constant beyond the ends."""
+    """log η against log-shape features.
+
+    Points on a grid (GEMM): multilinear interpolation over the grid's axes, the holes of a grid
+    cut short by the budget filled from the scattered interpolator, queries clamped to the grid's
+    edges. Scattered points: linear on a Delaunay mesh where possible, else IDW. 1-D kinds:
+    piecewise-linear in log bytes, constant beyond the ends."""
 
     def __init__(self, x: np.ndarray, y: np.ndarray, linear: bool):
         self.dims = x.shape[1]
         self.idw = _IDW(x, y)
         self.linear = None
+        self.grid = None
         if self.dims == 1:
             order = np.argsort(x[:, 0])
             self.x1, self.y1 = x[order, 0], y[order]
-        elif linear and len(y) > self.dims + 1:
+            return
+        if linear and len(y) > self.dims + 1:
             try:
                 self.linear = LinearNDInterpolator(x, y)
             except Exception:  # degenerate (coplanar) points: IDW alone
                 self.linear = None
+            axes = [np.unique(x[:, d]) for d in range(self.dims)]
+            if all(len(a) >= 2 for a in axes) and math.prod(len(a) for a in axes) <= 4 * len(y):
+                self.grid = self._grid(x, y, axes)
 
-    def __call__(self, q: tuple[float, ...]) -> float:
-        if self.dims == 1:
-            return float(np.interp(q[0], self.x1, self.y1))
-        point = np.asarray(q, dtype=float)
+    def _grid(self, x: np.ndarray, y: np.ndarray, axes: list[np.ndarray]):
+        from scipy.interpolate import RegularGridInterpolator
+
+        values = np.full([len(a) for a in axes], np.nan)
+        index = tuple(np.searchsorted(axes[d], x[:, d]) for d in range(self.dims))
+        values[index] = y
+        for hole in zip(*np.nonzero(np.isnan(values))):
+            values[hole] = self._scattered(np.array([axes[d][i] for d, i in enumerate(hole)]))
+        self.lo, self.hi = np.array([a[0] for a in axes]), np.array([a[-1] for a in axes])
+        return RegularGridInterpolator(axes, values, method="linear")
+
+    def _scattered(self, point: np.ndarray) -> float:
         if self.linear is not None:
             value = float(self.linear(point.reshape(1, -1))[0])
             if not math.isnan(value):
                 return value
         return self.idw(point)
+
+    def __call__(self, q: tuple[float, ...]) -> float:
+        if self.dims == 1:
+            return float(np.interp(q[0], self.x1, self.y1))
+        point = np.asarray(q, dtype=float)
+        if self.grid is not None:
+            return float(self.grid(np.clip(point, self.lo, self.hi).reshape(1, -1))[0])
+        return self._scattered(point)
 
 
 @dataclass
@@ -244,7 +270,10 @@ def _op_key(rec: OpRecord, category: str, dtype: str, models: dict) -> tuple[str
         if category == "matmul":
             if b > 1 and "bmm" in models:
                 return "bmm", (_log2(b), _log2(m), _log2(n), _log2(k)), shape
-            key = f"gemm:{dtype}" if f"gemm:{dtype}" in models else "gemm:fp32"
+            # an nn.Linear weight reaches mm stored transposed ("nt"); two row-major operands are "nn"
+            second = rec.arg("mat2") or rec.arg("other")
+            family = "gemm" if (second is None or second.col_major or "gemm_nn:fp32" not in models) else "gemm_nn"
+            key = f"{family}:{dtype}" if f"{family}:{dtype}" in models else f"{family}:fp32"
             return key, (_log2(m * b), _log2(n), _log2(k)), (1, m * b, n, k)
         if category == "conv":
             w = rec.arg("weight")
@@ -260,8 +289,24 @@ def _op_key(rec: OpRecord, category: str, dtype: str, models: dict) -> tuple[str
     if category == "elementwise" and rec.packet in _TRANSCENDENTAL:
         kind = "gelu"
     if category == "norm" and "batch_norm" in rec.packet:
-        kind = "add"
+        kind = "batch_norm" if "mem:batch_norm" in models else "add"
+    if category == "pool" and "max_pool" in rec.packet and "mem:maxpool" in models:
+        kind = "maxpool"
     return f"mem:{kind}", None, None
+
+
+_DTYPE_OF = {("float32", 32): "fp32", ("bfloat16", 16): "bf16", ("float16", 16): "fp16", ("bfloat16", 8): "fp8",
+             ("bfloat16", 4): "fp4", ("float8_e4m3fn", 8): "fp8", ("int8", 8): "int8"}
+
+
+def _rec_dtype(rec: OpRecord) -> str:
+    """The logical dtype an op computes in, read from its first floating tensor (storage dtype and
+    counted width: fp8 and fp4 are captured as bf16 counted at 8 and 4 bits)."""
+    for t in rec.tensors():
+        name = _DTYPE_OF.get((t.dtype, t.bits))
+        if name:
+            return name
+    return "fp32"
 
 
 @dataclass(frozen=True)
@@ -278,8 +323,6 @@ class ProfileEfficiency:
     """Profiled device clock / predicted device clock, scaling the fixed per-op cost."""
 
     def efficiencies(self, rec: OpRecord, category: str, device: Device) -> tuple[float, float, float]:
-        from planner.roofline import op_dtype
-
         m = self.model
         if category == "view":
             return 1.0, 1.0, m.view_s_ * self.clock_ratio
@@ -289,8 +332,9 @@ class ProfileEfficiency:
             return self.fallback.efficiencies(rec, category, device)
         key, feats, shape = found
         if key.startswith("gemm"):
-            dtype = op_dtype(rec, "fp32")
-            key = f"gemm:{dtype}" if f"gemm:{dtype}" in m.models_ else key
+            family = key.split(":")[0]
+            dtype = _rec_dtype(rec)
+            key = f"{family}:{dtype}" if f"{family}:{dtype}" in m.models_ else key
         if feats is None:  # memory-bound: features from the op's bytes
             nbytes = sum(t.bytes for t in rec.tensors()) + sum(t.bytes for t in rec.outputs)
             feats = (_log2(max(nbytes, 1.0)),)
@@ -316,7 +360,15 @@ def fit_report(raw_profile: dict) -> dict:
         return {"n": 0, "median_abs_error": float("nan"), "p90_abs_error": float("nan"), "by_kind": {}}
     defaults = load_defaults().kinds.get(device.kind) or load_defaults().kinds["gpu"]
     errors: dict[str, list[float]] = {}
+    interior: list[float] = []
     full = ProfileModel(defaults).fit(profile, device)
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for m in profile.measurements:
+        if m["kind"] in ("launch", "view", "h2d"):
+            continue
+        key, feats, _ = _features(m)
+        lo, hi = bounds.get(key, (np.asarray(feats), np.asarray(feats)))
+        bounds[key] = (np.minimum(lo, feats), np.maximum(hi, feats))
     for i, m in enumerate(profile.measurements):
         if m["kind"] in ("launch", "view", "h2d"):
             continue
@@ -329,16 +381,21 @@ def fit_report(raw_profile: dict) -> dict:
             continue
         predicted = math.exp(loo.models_[key](feats))
         # time is inversely proportional to η (the overhead part is common to both)
-        errors.setdefault(key.split(":")[0] if not key.startswith("mem") else key, []).append(
-            measured_eta / predicted - 1)
-    every = [abs(e) for es in errors.values() for e in es]
+        error = measured_eta / predicted - 1
+        errors.setdefault(key if key.startswith(("mem", "gemm")) else key.split(":")[0], []).append(error)
+        lo, hi = bounds[key]
+        # a point on the edge of its grid, left out, is an extrapolation the model never makes
+        # inside its grid: the band comes from interior points
+        if np.all((np.asarray(feats) > lo) & (np.asarray(feats) < hi)):
+            interior.append(error)
+    every = [e for es in errors.values() for e in es]
 
     def stats(values: list[float]) -> dict:
         a = np.abs(np.asarray(values))
         return {"n": len(values), "median_abs_error": float(np.median(a)) if len(a) else float("nan"),
                 "p90_abs_error": float(np.percentile(a, 90)) if len(a) else float("nan")}
 
-    return {**stats(every), "by_kind": {k: stats(v) for k, v in errors.items()}}
+    return {**stats(every), "interior": stats(interior), "by_kind": {k: stats(v) for k, v in errors.items()}}
 
 
 def profile_device(profile: Profile) -> Device | None:
@@ -384,6 +441,9 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: dict[str, Profi
 
 
 def _band(profile: Profile) -> float:
+    """p90 |leave-one-out error| of the profile's interior points (all points if none are interior)."""
     loo = profile.raw.get("leave_one_out", {})
-    value = loo.get("p90_abs_error")
+    value = loo.get("interior", {}).get("p90_abs_error")
+    if value is None or value != value:
+        value = loo.get("p90_abs_error")
     return float(value) if value is not None and value == value else 0.25

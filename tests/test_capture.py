@@ -50,3 +50,10 @@ def test_a_405b_model_captures_on_meta_without_memory():
     wg = build_graph(resolve("llama-3.1-405b"), Workload("decode", context_len=8))
     assert wg.params > 405e9
     assert all(r.outputs[0].shape for r in wg.graph.records if r.packet == "aten.mm")
+
+
+def test_linear_weights_are_recorded_as_stored_transposed(run_captured):
+    # nn.Linear computes x @ W.t() with W [out, in] row-major: mm's second operand is column-major
+    wg, _ = run_captured("gpt2", mode="prefill", seq_len=32)
+    [qkv] = [r for r in wg.graph.records if r.module == "layers.0.attn.qkv_proj" and r.packet == "aten.addmm"]
+    assert qkv.arg("mat2").col_major and not qkv.arg("mat1").col_major

@@ -21,7 +21,8 @@ def test_llama_2_7b_decode_on_a100_is_memory_bound_and_at_least_weights_over_ban
     assert p.metrics["tpot_s"] >= 13.2e9 / 2.039e12
     ctx = default_context()
     dg = device_graph(resolve("llama-2-7b"), Workload("decode", 1, context_len=128))
-    [stage] = stage_times(dg, ctx.catalog.device("a100-sxm-80gb"), ctx.efficiency(None), ctx.power)
+    a100 = ctx.catalog.device("a100-sxm-80gb")
+    [stage] = stage_times(dg, a100, ctx.efficiency(a100), ctx.power)
     assert stage.bound_s["memory"] > stage.bound_s["compute"]
 
 
