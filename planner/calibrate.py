@@ -383,6 +383,26 @@ def recheck(measurements: list[dict], device: LocalDevice, budget_s: float, log:
     return redone
 
 
+def _collectives(device: LocalDevice, left_s: float, log: Callable[[str], None]) -> dict | str:
+    """Collectives over every visible GPU (NCCL) with their alpha-beta fit, or why none were measured."""
+    count = device.properties.get("device_count", 1) if device.kind == "gpu" else 1
+    if count < 2:
+        return "not measured: one device visible"
+    if left_s < 30:
+        return "not measured: budget spent"
+    from planner.collectives import fit_alpha_beta, measure_collectives
+
+    try:
+        rows = measure_collectives(count, "nccl")
+    except Exception as exc:  # NCCL or spawn failures are reported in the profile, not fatal
+        return f"not measured: {type(exc).__name__}: {str(exc)[:200]}"
+    fit = fit_alpha_beta(rows)
+    for op, f in fit.items():
+        log(f"calibrate: {op} over {f['ranks']} GPUs: {f['latency_s'] * 1e6:.1f} us per step, "
+            f"{f['bytes_per_s'] / 1e9:.0f} GB/s per direction (fit error {f['median_abs_error']:.1%})")
+    return {"measurements": rows, "fit": fit}
+
+
 def _plan_hash(plan: list[dict]) -> str:
     return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -484,9 +504,7 @@ def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Pat
         "duration_s": round(duration, 1), "budget_s": budget_s, "planned": len(plan), "measured": len(measured),
         "cpu_steal_fraction": steal,
         "not_measured": skipped, "failed": [d for d in done if "error" in d],
-        "collectives": "not measured: one device visible" if device.kind == "cpu" or
-                       device.properties.get("device_count", 1) < 2 else "not measured: not implemented for "
-                                                                          "several GPUs yet",
+        "collectives": _collectives(device, budget_s - (time.perf_counter() - start), log),
         "power": sample_power(device) if (time.perf_counter() - start) < budget_s else "not sampled: budget spent",
         "measurements": measured,
     }

@@ -101,11 +101,31 @@ def predict_op(op: str, device: str, *, m: int | None = None, n: int | None = No
         if nodes < 1 or gpus % nodes:
             raise ConfigError(f"--nodes {nodes} must divide --gpus {gpus}")
         per_node = gpus // nodes
+        measured = _measured_link(ctx, dev, op, gpus, nodes)
+        if measured is not None:
+            alpha, bw, band = measured
+            steps = 2 * (gpus - 1) if op == "allreduce" else gpus - 1
+            share = 2 * (gpus - 1) / gpus if op == "allreduce" else (gpus - 1) / gpus
+            t = steps * alpha + share * nbytes / bw
+            return OpPrediction(op, dev.id, t, bus_bytes_per_s(op, nbytes, gpus, t), "bus_bytes_per_s", "measured",
+                                band, "memory")
         t = collective_time_s(op, nbytes, gpus, dev, ctx.defaults, per_node)
-        tier = "datasheet"  # collectives are not calibrated yet (one device visible so far)
-        return OpPrediction(op, dev.id, t, bus_bytes_per_s(op, nbytes, gpus, t), "bus_bytes_per_s", tier,
+        return OpPrediction(op, dev.id, t, bus_bytes_per_s(op, nbytes, gpus, t), "bus_bytes_per_s", "datasheet",
                             ctx.defaults.datasheet_band_fraction, "memory")
     raise ConfigError(f"unknown op '{op}'; valid: {', '.join(OPS)}")
+
+
+def _measured_link(ctx: Context, dev: Device, op: str, gpus: int, nodes: int) -> tuple[float, float, float] | None:
+    """(α, B, band) of a collective measured by calibration on this device, for a group inside one node
+    no larger than the measured one; None otherwise."""
+    profile = ctx.profiles.get(dev.id)
+    coll = profile.raw.get("collectives") if profile is not None else None
+    if nodes != 1 or not isinstance(coll, dict):
+        return None
+    fit = coll.get("fit", {}).get(op)
+    if not fit or gpus > fit["ranks"]:
+        return None
+    return fit["latency_s"], fit["bytes_per_s"], max(0.1, 2 * fit["median_abs_error"])
 
 
 def _copy(dev: Device, eff, nbytes: float) -> OpPrediction:

@@ -114,3 +114,29 @@ def test_refit_rewrites_the_fit_report_of_existing_profiles(tmp_path):
     refitted = json.loads(target.read_text())
     assert refitted["leave_one_out"]["n"] > 20 and "interior" in refitted["leave_one_out"]
     assert refitted["measurements"] == raw["measurements"]
+
+
+@pytest.mark.slow
+def test_collectives_measure_and_fit_over_two_processes():
+    # the NCCL path on several GPUs is the same code; gloo over two CPU processes exercises it here
+    from planner.collectives import fit_alpha_beta, measure_collectives
+
+    rows = measure_collectives(2, "gloo", sizes=[2**e for e in (12, 16, 20, 22)], repeats=3)
+    assert {r["op"] for r in rows} == {"allreduce", "allgather", "reducescatter", "alltoall"}
+    assert all(r["time_s"] > 0 and r["ranks"] == 2 for r in rows)
+    fit = fit_alpha_beta(rows)
+    for op, f in fit.items():
+        assert f["latency_s"] >= 0 and f["bytes_per_s"] > 1e6, op
+    # larger messages take longer
+    big = [r["time_s"] for r in rows if r["op"] == "allreduce"]
+    assert big[-1] > big[0]
+
+
+def test_alpha_beta_fit_recovers_a_known_link():
+    from planner.collectives import fit_alpha_beta
+
+    # synthetic 8-rank all-reduce: α = 5 us, B = 100 GB/s: t = 14·α + 2·7/8·M/B
+    rows = [{"op": "allreduce", "ranks": 8, "bytes": m, "time_s": 14 * 5e-6 + 1.75 * m / 100e9}
+            for m in (1e4, 1e6, 1e8, 1e9)]
+    f = fit_alpha_beta(rows)["allreduce"]
+    assert f["latency_s"] == pytest.approx(5e-6, rel=1e-6) and f["bytes_per_s"] == pytest.approx(100e9, rel=1e-6)

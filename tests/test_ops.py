@@ -62,3 +62,20 @@ def test_op_errors_are_clear(capsys):
     assert main(["op", "allreduce", "--bytes", "1e6", "--device", "h100-sxm"]) == 2
     assert main(["op", "copy", "--bytes", "1e6", "--device", "h100-sxn"]) == 2
     assert "Did you mean" in capsys.readouterr().err
+
+
+def test_collectives_use_the_measured_link_of_a_profile():
+    from planner.prediction import Context
+    from planner.profile import Profile
+
+    # a profile whose 8-GPU all-reduce was fitted to α = 4 us, B = 300 GB/s per direction
+    fit = {"allreduce": {"ranks": 8, "latency_s": 4e-6, "bytes_per_s": 300e9, "median_abs_error": 0.05}}
+    raw = {"collectives": {"fit": fit}}
+    profile = Profile("h100-sxm", "NVIDIA H100", "gpu", {}, {"copy_bytes_per_s": 3e12}, (), "2026-11-21", "t", raw)
+    base = default_context()
+    ctx = Context(base.catalog, base.defaults, base.power, {"h100-sxm": profile})
+    p = predict_op("allreduce", "h100-sxm", nbytes=1e9, gpus=8, ctx=ctx)
+    # 2·7·4e-6 + 2·7/8·1e9/300e9 s
+    assert p.tier == "measured" and p.time_s == pytest.approx(14 * 4e-6 + 1.75 * 1e9 / 300e9)
+    # beyond the measured group: the datasheet model
+    assert predict_op("allreduce", "h100-sxm", nbytes=1e9, gpus=16, nodes=2, ctx=ctx).tier == "datasheet"
