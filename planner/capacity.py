@@ -74,8 +74,10 @@ class TrainingConfig:
     dp: int
     time_s: float
     cost_usd: float
-    energy_kwh: float
-    kg_co2e: float
+    energy_kwh: float | None
+    """None when the device has no sourced TDP."""
+    kg_co2e: float | None
+    """None when the energy or the region's grid intensity is unknown."""
 
 
 def candidates(scenario: Scenario, ctx: Context) -> list[Candidate]:
@@ -188,11 +190,11 @@ def training_configs(ctx: Context, job: TrainingJob, candidate: Candidate, max_u
             if time_s > job.deadline_s:
                 continue
             hours = time_s / 3600
-            kwh = p.metrics.get("energy_to_train_j", 0.0) / 3.6e6
-            kwh = kwh if kwh == kwh else 0.0
-            intensity = candidate.kg_co2e_per_kwh or 0.0
+            kwh = p.metrics.get("energy_to_train_j", float("nan")) / 3.6e6
+            kwh = kwh if kwh == kwh else None  # no sourced TDP: unknown, not zero
+            intensity = candidate.kg_co2e_per_kwh
             found.append(TrainingConfig(candidate.key, units, tp, dp, time_s, hours * units * candidate.usd_per_h, kwh,
-                                        kwh * intensity))
+                                        kwh * intensity if kwh is not None and intensity is not None else None))
             break
         units *= 2
     return found

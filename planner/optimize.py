@@ -81,9 +81,9 @@ def _objective_terms(m, p: Problem):
     load = {(f, c): m.share[f, c] * p.demand_rps[f] / p.capacity[(f, c)].rps for f, c in m.ARCS}
     kw = lambda f, c: p.capacity[(f, c)].kw_per_unit or 0.0
     energy = sum(load[f, c] * kw(f, c) * horizon_h for f, c in m.ARCS) \
-        + sum(m.choose[j, k] * cfg.energy_kwh for (j, k), cfg in p.configs.items())
+        + sum(m.choose[j, k] * (cfg.energy_kwh or 0.0) for (j, k), cfg in p.configs.items())
     carbon = sum(load[f, c] * kw(f, c) * horizon_h * (by_key[c].kg_co2e_per_kwh or 0.0)
-                 for f, c in m.ARCS) + sum(m.choose[j, k] * cfg.kg_co2e for (j, k), cfg in p.configs.items())
+                 for f, c in m.ARCS) + sum(m.choose[j, k] * (cfg.kg_co2e or 0.0) for (j, k), cfg in p.configs.items())
     return {"cost": cost, "energy": energy, "carbon": carbon}
 
 
@@ -126,25 +126,37 @@ def build_model(p: Problem, weights: dict[str, float] | None = None, scales: dic
     m.ARCS = pyo.Set(initialize=sorted(p.capacity), dimen=2, ordered=True)
     m.K = pyo.Set(initialize=sorted(p.configs), dimen=2, ordered=True)
     m.T = pyo.Set(initialize=list(p.jobs), ordered=True)
+    arcs_of_flow: dict[str, list[str]] = {}
+    arcs_of_cand: dict[str, list[str]] = {}
+    for f, c in sorted(p.capacity):
+        arcs_of_flow.setdefault(f, []).append(c)
+        arcs_of_cand.setdefault(c, []).append(f)
+    onprem_jobs: dict[str, list] = {}
+    for (j, k), cfg in p.configs.items():
+        if by_key[cfg.candidate].kind == "onprem":
+            onprem_jobs.setdefault(cfg.candidate, []).append((j, k, cfg.units))
     m.units = pyo.Var(m.C, domain=pyo.NonNegativeIntegers)
     m.share = pyo.Var(m.ARCS, bounds=(0, 1))
     m.choose = pyo.Var(m.K, domain=pyo.Binary)
 
     @m.Constraint(m.F)
     def demand_met(m, f):
-        return sum(m.share[f, c] for ff, c in m.ARCS if ff == f) == 1
+        return sum(m.share[f, c] for c in arcs_of_flow.get(f, ())) == 1
 
     @m.Constraint(m.C)
     def capacity_held(m, c):
-        serving = sum(m.share[f, cc] * p.demand_rps[f] / p.capacity[(f, cc)].rps for f, cc in m.ARCS if cc == c)
-        training = sum(m.choose[j, k] * cfg.units for (j, k), cfg in p.configs.items()
-                       if cfg.candidate == c and by_key[c].kind == "onprem")
+        serving = sum(m.share[f, c] * (p.demand_rps[f] / p.capacity[(f, c)].rps) for f in arcs_of_cand.get(c, ()))
+        training = sum(m.choose[j, k] * units for j, k, units in onprem_jobs.get(c, ()))
         return serving + training <= m.units[c]
 
     if p.jobs:
+        configs_of_job: dict[str, list] = {}
+        for j, k in p.configs:
+            configs_of_job.setdefault(j, []).append(k)
+
         @m.Constraint(m.T)
         def one_config(m, t):
-            return sum(m.choose[j, k] for j, k in m.K if j == t) == 1
+            return sum(m.choose[t, k] for k in configs_of_job.get(t, ())) == 1
 
     devices = lambda keys_: sum(m.units[c] * by_key[c].device_count for c in keys_)
     onprem = [c for c in keys if by_key[c].kind == "onprem"]
@@ -176,6 +188,10 @@ def build_model(p: Problem, weights: dict[str, float] | None = None, scales: dic
         unknown_carbon = unknown_energy or by_key[c].kg_co2e_per_kwh is None
         if (weights.get("energy") and unknown_energy) or (weights.get("carbon") and unknown_carbon):
             m.share[f, c].fix(0)
+    for j, k in m.K:
+        cfg = p.configs[(j, k)]
+        if (weights.get("energy") and cfg.energy_kwh is None) or (weights.get("carbon") and cfg.kg_co2e is None):
+            m.choose[j, k].fix(0)
     terms = _objective_terms(m, p)
     m.objective = pyo.Objective(expr=sum(weights.get(k, 0.0) * terms[k] / scales.get(k, 1.0) for k in terms
                                          if weights.get(k, 0.0)), sense=pyo.minimize)

@@ -93,7 +93,8 @@ def _extract(m, p: Problem) -> tuple[tuple[PlanRow, ...], tuple[dict, ...], tupl
     for j, k in chosen_jobs:
         cfg = p.configs[(j, k)]
         training.append({"job": j, "candidate": cfg.candidate, "units": cfg.units, "tp": cfg.tp, "dp": cfg.dp,
-                         "days": cfg.time_s / 86400, "cost_usd": cfg.cost_usd, "energy_kwh": cfg.energy_kwh})
+                         "days": cfg.time_s / 86400, "cost_usd": cfg.cost_usd, "energy_kwh": cfg.energy_kwh or 0.0,
+                         "energy_known": cfg.energy_kwh is not None})
     terms = {k: pyo.value(v) for k, v in m._terms.items()}
     return tuple(rows), tuple(assignments), tuple(training), terms
 
@@ -215,8 +216,11 @@ def breakeven(p: Problem, ctx: Context) -> tuple[dict, ...]:
         capex_month = server.capex_usd / lifetime_months
         opex_month = server.usd_per_month * p.scenario.utilization - capex_month  # TCO less capex
         months = server.capex_usd / (cloud_month - opex_month) if cloud_month > opex_month else None
+        horizon = p.scenario.horizon_months
         out.append({"device": server.device_id, "server": server.key, "cloud_instance": best.key,
                     "cloud_usd_per_month": cloud_month, "onprem_usd_per_month": server.usd_per_month,
+                    "cloud_over_horizon_usd": cloud_month * horizon,
+                    "onprem_over_horizon_usd": server.usd_per_month * horizon,
                     "breakeven_months": months,
                     "breakeven_utilization": (server.usd_per_month * p.scenario.utilization) / cloud_month})
     return tuple(out)
