@@ -132,14 +132,14 @@ def _int(value, key: str) -> int:
     return value
 
 
-def compare(model: str, devices: list[str] | None = None, mode: str = "inference", batch: int | str = 1,
+def compare(model: str | Model, devices: list[str] | None = None, mode: str = "inference", batch: int | str = 1,
             input_len: int | None = None, output_len: int = 256, seq_len: int | None = None,
             image_size: int | None = None, dtype: str = "bf16", pricing: str = "on_demand",
             sort: str = "cost", ctx: Context | None = None, **training) -> pd.DataFrame:
     """One row per device: the smallest tensor-parallel group (within a node) that fits, priced on the
     cheapest catalog instance. Devices that cannot run the workload get a row with the reason."""
     ctx = ctx or default_context()
-    resolved = resolve(model)
+    resolved = model if isinstance(model, Model) else resolve(model)
     if sort not in SORT_KEYS:
         raise ConfigError(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
     ids = [ctx.device(d).id for d in devices] if devices else sorted(ctx.catalog.devices)
@@ -211,7 +211,7 @@ def summary_row(p: Prediction) -> dict:
             "price_date": p.cost.price_date if p.cost else None, "note": "; ".join(p.notes) or None}
 
 
-def op_rows(req: Request, ctx: Context | None = None) -> dict[str, list]:
+def op_rows(req: Request, ctx: Context | None = None, model: Model | None = None) -> dict[str, list]:
     """The distinct ops of a request's graphs with predicted times on its device: {"prefill": rows,
     "decode": rows} for LLM serving (decode at the input length), {"forward": rows} or {"step": rows}."""
     from planner.device_graph import device_graph
@@ -219,7 +219,7 @@ def op_rows(req: Request, ctx: Context | None = None) -> dict[str, list]:
     from planner.timing import op_rows as rows_of
 
     ctx = ctx or default_context()
-    model = resolve(req.model)
+    model = model or resolve(req.model)
     device = ctx.device(req.device)
     par = parallelism(req)
     batch = req.batch if isinstance(req.batch, int) else 1

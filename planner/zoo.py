@@ -64,6 +64,11 @@ def _custom(spec: str) -> Model:
     return Model(name=spec, family="custom", config=None, source=spec, factory=factory)
 
 
+def from_config(raw: object, name: str) -> Model:
+    """A Model from a parsed config.json (an upload, say); errors name the bad field."""
+    return _from_config(raw, name, name, name)
+
+
 def resolve(name: str) -> Model:
     """Return the Model for a zoo id (case-insensitive), a config.json path, or module:function."""
     ids = models.zoo_ids()

@@ -1,0 +1,62 @@
+"""The Streamlit app through streamlit.testing: each page renders real numbers, inputs change them,
+bad input shows a message and never a traceback."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+@pytest.fixture
+def app():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _metrics(at):
+    return {m.label: m.value for m in at.metric}
+
+
+def test_workload_page_predicts_and_reacts_to_the_batch(app):
+    before = _metrics(app)
+    assert before["TTFT"].endswith(("ms", "s")) and "tier" in before
+    app.number_input(key="batch").set_value(32).run()
+    after = _metrics(app)
+    assert not app.exception and after["TTFT"] != before["TTFT"]
+    assert len(app.dataframe) >= 2  # the device table and the per-op table
+
+
+def test_cost_page_break_even_moves_with_utilization(app):
+    app.sidebar.radio(key="page").set_value("Cost").run()
+    before = _metrics(app)["Break-even"]
+    app.slider(key="cost_utilization").set_value(0.3).run()
+    after = _metrics(app)["Break-even"]
+    assert not app.exception and before != after
+    assert "price of" in " ".join(c.value for c in app.caption)
+
+
+def test_plan_page_solves_the_mixed_example_and_reports_the_saving(app):
+    app.sidebar.radio(key="page").set_value("Plan").run()
+    app.button(key="plan_solve").click().run()
+    assert not app.exception and not app.error
+    assert _metrics(app)["$/month"].startswith("$")
+    assert any("saves" in s.value for s in app.success)
+
+
+def test_plan_page_bad_yaml_is_a_message(app):
+    app.sidebar.radio(key="page").set_value("Plan").run()
+    app.text_area(key="plan_text").set_value("workloads: [{name: a}]\ncandidates: {cloud: {}}\n").run()
+    app.button(key="plan_solve").click().run()
+    assert not app.exception
+    assert any("scenario.workloads[0].model" in e.value for e in app.error)
+
+
+def test_calibration_page_lists_profiles_and_validation(app):
+    app.sidebar.radio(key="page").set_value("Calibration and accuracy").run()
+    assert not app.exception
+    assert any("cpu-amd-epyc" in h.value for h in app.subheader)
+    assert len(app.dataframe) >= 1
