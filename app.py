@@ -180,7 +180,7 @@ def page_workload() -> None:
     row = table[table["device"] == device].iloc[0] if table is not None and device in set(table["device"]) else None
     gpus = int(row["gpus"]) if row is not None and row["gpus"] == row["gpus"] and row["gpus"] else 1
     tp = int(row["tp"]) if row is not None and row["tp"] == row["tp"] and row["tp"] else 1
-    detail = _shown(prediction, model_key, config_text, device, tp, tp, mode, int(batch), int(input_len),
+    detail = _shown(prediction, model_key, config_text, device, gpus, tp, mode, int(batch), int(input_len),
                     int(output_len), int(seq_len) if mode == "training" else None, dtype)
     if detail is None:
         return

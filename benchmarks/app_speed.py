@@ -40,8 +40,9 @@ def main() -> None:
     # not an interaction on warm data: capacities of a new scenario are predicted, then ~12 MILPs solved
     results["Plan: first solve of mixed.yaml"] = timed(lambda: at.button(key="plan_solve").click().run())
     results["Plan: re-run solved scenario"] = timed(lambda: at.button(key="plan_solve").click().run())
-    out = ROOT / "benchmarks" / "results" / "app_speed.json"
-    out.write_text(json.dumps({"seconds": results, "date": datetime.date.today().isoformat()}, indent=2) + "\n")
+    from planner.files import write_text_atomic
+    write_text_atomic(ROOT / "benchmarks" / "results" / "app_speed.json",
+                      json.dumps({"seconds": results, "date": datetime.date.today().isoformat()}, indent=2) + "\n")
     for name, seconds in results.items():
         print(f"{name:<38} {seconds:6.2f} s")
 

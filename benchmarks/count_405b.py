@@ -60,10 +60,8 @@ def main() -> None:
         "date": datetime.date.today().isoformat(),
         "target": {"wall_s": 10, "peak_rss_bytes": 2e9},
     }
-    out = ROOT / "benchmarks" / "results" / "count_405b.json"
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(out)
+    from planner.files import write_text_atomic
+    write_text_atomic(ROOT / "benchmarks" / "results" / "count_405b.json", json.dumps(result, indent=2) + "\n")
     print(f"llama-3.1-405b prefill, batch 1, 2048 tokens: {counted['ops']} ops, {counted['flop']:.4e} FLOP")
     print(f"wall time best of {args.repeats}: {min(walls):.2f} s (all: {', '.join(f'{w:.2f}' for w in walls)})")
     print(f"peak memory: {max(peaks) / 1e9:.3f} GB")

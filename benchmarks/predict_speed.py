@@ -84,10 +84,8 @@ def main() -> None:
               "configs_1000_rows_s": conf, "targets": {"one_prediction_ms": 5, "compare_s": 2, "configs_s": 10},
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
               "date": datetime.date.today().isoformat()}
-    out = ROOT / "benchmarks" / "results" / "predict_speed.json"
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(out)
+    from planner.files import write_text_atomic
+    write_text_atomic(ROOT / "benchmarks" / "results" / "predict_speed.json", json.dumps(result, indent=2) + "\n")
     print(f"one prediction (graphs counted):         {one:.2f} ms   (target < 5 ms)")
     print(f"compare, {rows} rows (all devices x 10 batches): {comp:.2f} s   (target < 2 s)")
     print(f"1,000 rows of --configs incl. start-up:  {conf:.2f} s   (target < 10 s)")

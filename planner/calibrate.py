@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 from planner.bench import LocalDevice, local_device, measure, random_tensor, rotation, synchronize, versions
 from planner.errors import ConfigError
+from planner.files import write_text_atomic
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "hardware_specs" / "calibration"
 SCHEMA = 1
@@ -418,15 +419,6 @@ def _progress(done: int, total: int, entry: dict, left_s: float) -> None:
     sys.stderr.flush()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Path | None = None,
               plan: list[dict] | None = None, log: Callable[[str], None] | None = None) -> Path:
     """Run the calibration plan on the local device within `budget_s`; return the profile path.
@@ -512,7 +504,7 @@ def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Pat
     report = fit_report(profile)
     profile["leave_one_out"] = report
     target = folder / "profile.json"
-    _write_atomic(target, json.dumps(profile, indent=1) + "\n")
+    write_text_atomic(target, json.dumps(profile, indent=1) + "\n")
     partial.unlink()
     log(f"calibrate: wrote {target} ({len(measured)} measurements, {duration:.0f} s)")
     for kind, stats in sorted(report["by_kind"].items()):
@@ -538,7 +530,7 @@ def recheck_profile(path: str | Path, device_spec: str, budget_s: float, log: Ca
         raise ConfigError(f"{file} was measured on {profile['device_id']}, not on this device ({device.id})")
     redone = recheck(profile["measurements"], device, budget_s, log)
     profile["rechecked_on"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    _write_atomic(file, json.dumps(profile, indent=1) + "\n")
+    write_text_atomic(file, json.dumps(profile, indent=1) + "\n")
     refit(file, log)
     return redone
 
@@ -556,7 +548,7 @@ def refit(path: str | Path, log: Callable[[str], None] | None = None) -> dict:
         raise ConfigError(f"{file}: cannot read the profile ({exc})") from None
     profile["ceilings"] = {**profile.get("ceilings", {}), **ceilings(profile["measurements"])}
     profile["leave_one_out"] = fit_report(profile)
-    _write_atomic(file, json.dumps(profile, indent=1) + "\n")
+    write_text_atomic(file, json.dumps(profile, indent=1) + "\n")
     report = profile["leave_one_out"]
     inner = report.get("interior", {})
     log(f"refit {file}: leave-one-out median |error| {report['median_abs_error']:.1%}, p90 {report['p90_abs_error']:.1%}; "
