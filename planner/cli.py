@@ -527,11 +527,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"prices x{s['price_factor']:.1f}     ${s['cost_usd']:,.0f}; mix {'changes' if s['plan_changed'] else 'unchanged'}")
     for b in plan.breakeven:
         months = f"{b['breakeven_months']:.1f} months" if b["breakeven_months"] else "never"
-        print(f"break-even     {b['device']}: on-prem ${b['onprem_usd_per_month']:,.0f}/month "
-              f"(${b['onprem_over_horizon_usd']:,.0f} over the horizon) vs cloud ${b['cloud_usd_per_month']:,.0f}/month "
-              f"(${b['cloud_over_horizon_usd']:,.0f}; {b['cloud_instance']}) per server of devices; buying pays off "
-              f"after {months}; renting only the hours used is cheaper below {b['breakeven_utilization']:.0%} "
-              "utilization")
+        print(f"break-even     {b['device']}: over the horizon, owning one server costs "
+              f"${b['onprem_over_horizon_usd']:,.0f} (capex ${b['capex_usd']:,.0f} + ${b['onprem_opex_usd_per_month']:,.0f}"
+              f"/month) vs renting its devices ${b['cloud_over_horizon_usd']:,.0f} ({b['cloud_instance']}); buying "
+              f"pays off after {months}; renting is cheaper below {b['breakeven_utilization']:.0%} utilization")
     for note in plan.notes:
         print(f"note           {note}")
     print("check          " + ("passed: every assignment re-predicted meets demand, SLOs, budget and power"

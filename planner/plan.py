@@ -199,30 +199,28 @@ def sensitivity(p: Problem, base_cost: float, base_rows) -> tuple[dict, ...]:
 
 
 def breakeven(p: Problem, ctx: Context) -> tuple[dict, ...]:
-    """For each device both rentable and buyable here: monthly cost of one server's worth of devices in the
-    cloud (on demand, full time) and on-prem, the months after which buying is cheaper, and the
-    utilization below which renting only the hours used would be cheaper."""
+    """For each device both rentable (on demand) and buyable here: planner.tco's comparison of one
+    server's worth of devices over the horizon at the scenario's utilization (the same numbers as
+    the app's Cost page)."""
+    from planner.tco import compare_tco
+
     out = []
-    onprem = [c for c in p.candidates if c.kind == "onprem"]
-    for server in onprem:
+    for server in (c for c in p.candidates if c.kind == "onprem"):
         cloud = [c for c in p.candidates if c.kind == "cloud" and c.device_id == server.device_id
                  and c.pricing == "on_demand"]
         if not cloud:
             continue
         best = min(cloud, key=lambda c: c.usd_per_h / c.device_count)
-        cloud_month = best.usd_per_h / best.device_count * server.device_count * HOURS_PER_MONTH
-        site = ctx.catalog.site(p.scenario.candidates.site)
-        lifetime_months = site.lifetime_years * 12
-        capex_month = server.capex_usd / lifetime_months
-        opex_month = server.usd_per_month * p.scenario.utilization - capex_month  # TCO less capex
-        months = server.capex_usd / (cloud_month - opex_month) if cloud_month > opex_month else None
-        horizon = p.scenario.horizon_months
+        months = max(1, round(p.scenario.horizon_months))
+        t = compare_tco(server.device_id, p.scenario.candidates.site, best.instance_key, months,
+                        p.scenario.utilization, ctx=ctx)
+        last = t.table.iloc[-1]
         out.append({"device": server.device_id, "server": server.key, "cloud_instance": best.key,
-                    "cloud_usd_per_month": cloud_month, "onprem_usd_per_month": server.usd_per_month,
-                    "cloud_over_horizon_usd": cloud_month * horizon,
-                    "onprem_over_horizon_usd": server.usd_per_month * horizon,
-                    "breakeven_months": months,
-                    "breakeven_utilization": (server.usd_per_month * p.scenario.utilization) / cloud_month})
+                    "cloud_usd_per_month": t.cloud_usd_per_h * HOURS_PER_MONTH * p.scenario.utilization,
+                    "onprem_opex_usd_per_month": t.onprem_opex_usd_per_month, "capex_usd": t.capex_usd,
+                    "cloud_over_horizon_usd": float(last["cloud_usd"]),
+                    "onprem_over_horizon_usd": float(last["onprem_usd"]),
+                    "breakeven_months": t.breakeven_month, "breakeven_utilization": t.breakeven_utilization})
     return tuple(out)
 
 
