@@ -24,14 +24,14 @@ DEFAULT_DEVICES = ["h100-sxm", "h200-sxm", "a100-sxm-80gb", "mi300x", "l40s", "l
 
 @st.cache_resource
 def context():
-    from planner.prediction import default_context
+    from planner.predict import default_context
     return default_context()
 
 
 @st.cache_data(show_spinner=False)
 def zoo_ids() -> list[str]:
-    import models
-    return models.zoo_ids()
+    import planner_models
+    return planner_models.zoo_ids()
 
 
 @st.cache_data(show_spinner=False)
@@ -65,15 +65,15 @@ def prediction(model_key: str, config_text: str | None, device: str, gpus: int, 
 @st.cache_data(show_spinner=False)
 def tco(device: str, site: str, instance: str | None, months: int, utilization: float, price: float | None,
         discount: float, capex: float | None):
-    from planner.tco import compare_tco
+    from planner.plan.tco import compare_tco
     return compare_tco(device, site, instance, months, utilization, price, discount, capex, ctx=context())
 
 
 @st.cache_data(show_spinner="Solving the plan (capacities from the predictor, then the MILP)...")
 def solve_plan(scenario_text: str) -> dict:
-    from planner.plan import solve
-    from planner.plan_check import check
-    from planner.scenario import parse
+    from planner.plan.check import check
+    from planner.plan.scenario import parse
+    from planner.plan.solve import solve
     raw = yaml.safe_load(scenario_text)
     scenario = parse(raw, "scenario")
     plan = solve(scenario, context())
@@ -91,7 +91,7 @@ def validation_results() -> pd.DataFrame:
 
 
 def _model(model_key: str, config_text: str | None):
-    from planner.zoo import from_config, resolve
+    from planner.workload.zoo import from_config, resolve
     if config_text is None:
         return resolve(model_key)
     return from_config(json.loads(config_text), model_key)

@@ -2,16 +2,18 @@
 
 Warm-up: one full run of every page. Then times: a page switch, a new batch size on the Workload
 page (new graphs captured and predicted on six devices), a utilization change on Cost, and a re-run
-of the Plan page on a solved scenario. Writes benchmarks/results/app_speed.json.
+of the Plan page on a solved scenario. Prints its result; --out PATH writes it as JSON, --save to
+benchmarks/results/app_speed.json.
 
 Run: .venv/bin/python benchmarks/app_speed.py
 """
 
+import argparse
 import datetime
-import json
 import time
 from pathlib import Path
 
+import output  # benchmarks/output.py: --out PATH, --save
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +26,9 @@ def timed(action) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    output.add_arguments(parser)
+    args = parser.parse_args()
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
     at.run()
     for page in ("Cost", "Plan", "Calibration and accuracy", "Workload"):
@@ -40,9 +45,7 @@ def main() -> None:
     # not an interaction on warm data: capacities of a new scenario are predicted, then ~12 MILPs solved
     results["Plan: first solve of mixed.yaml"] = timed(lambda: at.button(key="plan_solve").click().run())
     results["Plan: re-run solved scenario"] = timed(lambda: at.button(key="plan_solve").click().run())
-    from planner.files import write_text_atomic
-    write_text_atomic(ROOT / "benchmarks" / "results" / "app_speed.json",
-                      json.dumps({"seconds": results, "date": datetime.date.today().isoformat()}, indent=2) + "\n")
+    output.write(args, "app_speed", {"seconds": results, "date": datetime.date.today().isoformat()})
     for name, seconds in results.items():
         print(f"{name:<38} {seconds:6.2f} s")
 

@@ -2,7 +2,7 @@
 
 Measures wall time (process start to exit, import of torch included) and peak resident memory
 of `planner count` run as a child process, best of --repeats runs, and writes the figures with
-the machine they were measured on to benchmarks/results/count_405b.json.
+the machine they were measured on to --out PATH, or with --save to benchmarks/results/count_405b.json.
 Target (issue 2): under 10 s and under 2 GB on a 2-core machine.
 
 Run: .venv/bin/python benchmarks/count_405b.py
@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import output  # benchmarks/output.py: --out PATH, --save
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = ["-m", "planner.cli", "count", "llama-3.1-405b", "--mode", "prefill", "--batch", "1", "--seq-len", "2048",
@@ -46,6 +48,7 @@ def run_once() -> tuple[float, float, dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
+    output.add_arguments(parser)
     args = parser.parse_args()
     runs = [run_once() for _ in range(args.repeats)]
     walls = [r[0] for r in runs]
@@ -60,8 +63,7 @@ def main() -> None:
         "date": datetime.date.today().isoformat(),
         "target": {"wall_s": 10, "peak_rss_bytes": 2e9},
     }
-    from planner.files import write_text_atomic
-    write_text_atomic(ROOT / "benchmarks" / "results" / "count_405b.json", json.dumps(result, indent=2) + "\n")
+    output.write(args, "count_405b", result)
     print(f"llama-3.1-405b prefill, batch 1, 2048 tokens: {counted['ops']} ops, {counted['flop']:.4e} FLOP")
     print(f"wall time best of {args.repeats}: {min(walls):.2f} s (all: {', '.join(f'{w:.2f}' for w in walls)})")
     print(f"peak memory: {max(peaks) / 1e9:.3f} GB")

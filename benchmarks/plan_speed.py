@@ -1,13 +1,13 @@
 """Benchmark (issue 6): 100 candidates x 20 workloads x 8 buckets, built and solved to optimality
 with HiGHS in under 5 s. Capacities are synthetic (seeded) so that the benchmark measures the
 optimizer, not the predictor; every candidate can serve every bucket. Writes
-benchmarks/results/plan_speed.json.
+benchmarks/results/plan_speed.json (with --save; --out PATH elsewhere).
 
 Run: .venv/bin/python benchmarks/plan_speed.py
 """
 
+import argparse
 import datetime
-import json
 import os
 import platform
 import random
@@ -15,12 +15,14 @@ import sys
 import time
 from pathlib import Path
 
+import output  # benchmarks/output.py: --out PATH, --save
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.capacity import Candidate, ServingCapacity  # noqa: E402
-from planner.optimize import Problem, build_model, solve_model  # noqa: E402
-from planner.scenario import Candidates, Constraints, Scenario  # noqa: E402
+from planner.plan.capacity import Candidate, ServingCapacity  # noqa: E402
+from planner.plan.optimize import Problem, build_model, solve_model  # noqa: E402
+from planner.plan.scenario import Candidates, Constraints, Scenario  # noqa: E402
 
 
 def problem(n_cand: int = 100, n_work: int = 20, n_buckets: int = 8, seed: int = 0) -> Problem:
@@ -40,6 +42,9 @@ def problem(n_cand: int = 100, n_work: int = 20, n_buckets: int = 8, seed: int =
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    output.add_arguments(parser)
+    args = parser.parse_args()
     p = problem()
     start = time.perf_counter()
     m = build_model(p, weights={"cost": 1.0})
@@ -50,8 +55,7 @@ def main() -> None:
               "build_s": built, "build_and_solve_s": total, "target_s": 5.0,
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
               "date": datetime.date.today().isoformat()}
-    from planner.files import write_text_atomic
-    write_text_atomic(ROOT / "benchmarks" / "results" / "plan_speed.json", json.dumps(result, indent=2) + "\n")
+    output.write(args, "plan_speed", result)
     print(f"100 candidates x 20 workloads x 8 buckets ({len(p.capacity):,} assignment variables): built in "
           f"{built:.2f} s, solved to optimality: {optimal}, total {total:.2f} s (target < 5 s)")
     sys.exit(0 if optimal and total < 5 else 1)

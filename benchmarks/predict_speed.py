@@ -6,9 +6,11 @@
    timing: under 2 s;
 3. 1,000 rows of `planner predict --configs` in a fresh process, start-up included: under 10 s.
 
-Writes benchmarks/results/predict_speed.json. Run: .venv/bin/python benchmarks/predict_speed.py
+Prints its result; --out PATH writes it as JSON, --save to benchmarks/results/predict_speed.json.
+Run: .venv/bin/python benchmarks/predict_speed.py [--out PATH | --save]
 """
 
+import argparse
 import datetime
 import json
 import os
@@ -20,12 +22,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import output  # benchmarks/output.py: --out PATH, --save
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.device_graph import _device_graph  # noqa: E402
-from planner.predict import Request, compare, predict  # noqa: E402
-from planner.prediction import default_context  # noqa: E402
+from planner.predict import (  # noqa: E402
+    Request,
+    compare,
+    default_context,  # noqa: E402
+    predict,
+)
+from planner.workload.device_graph import _device_graph  # noqa: E402
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -77,6 +85,9 @@ def configs_s() -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    output.add_arguments(parser)
+    args = parser.parse_args()
     one = one_prediction_ms()
     comp, rows = compare_s()
     conf = configs_s()
@@ -84,8 +95,7 @@ def main() -> None:
               "configs_1000_rows_s": conf, "targets": {"one_prediction_ms": 5, "compare_s": 2, "configs_s": 10},
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
               "date": datetime.date.today().isoformat()}
-    from planner.files import write_text_atomic
-    write_text_atomic(ROOT / "benchmarks" / "results" / "predict_speed.json", json.dumps(result, indent=2) + "\n")
+    output.write(args, "predict_speed", result)
     print(f"one prediction (graphs counted):         {one:.2f} ms   (target < 5 ms)")
     print(f"compare, {rows} rows (all devices x 10 batches): {comp:.2f} s   (target < 2 s)")
     print(f"1,000 rows of --configs incl. start-up:  {conf:.2f} s   (target < 10 s)")

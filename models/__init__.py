@@ -8,10 +8,10 @@ from pathlib import Path
 
 from torch import nn
 
-from models.decoder import DecoderConfig, DecoderLM
-from models.encoder import BertConfig, BertModel
-from models.hf import ConfigFieldError, parse
-from models.vision import ResNet, ResNetConfig, ViT, ViTConfig
+from .decoder import DecoderConfig, DecoderLM
+from .encoder import BertConfig, BertModel
+from .hf import ConfigFieldError, parse
+from .vision import ResNet, ResNetConfig, ViT, ViTConfig
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 

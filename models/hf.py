@@ -7,13 +7,28 @@ no dependency on planner.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from models.decoder import DecoderConfig
-from models.encoder import BertConfig
-from models.vision import ResNetConfig, ViTConfig
+from .decoder import DecoderConfig
+from .encoder import BertConfig
+from .vision import ResNetConfig, ViTConfig
 
 MODEL_TYPES = ("llama", "mistral", "mixtral", "gpt2", "gptj", "bert", "vit", "resnet")
+
+# Largest value accepted per field, checked before anything is built: above every published model
+# (405B: 126 layers, hidden 16384; DeepSeek-V3: 256 experts; Gemma: 256k vocabulary; Llama 4: 10M
+# positions) and low enough that capture on meta tensors stays within seconds.
+MAX_FIELD = {"num_hidden_layers": 256, "n_layer": 256, "num_local_experts": 512, "num_experts_per_tok": 64,
+             "hidden_size": 65536, "n_embd": 65536, "intermediate_size": 524288, "n_inner": 524288,
+             "num_attention_heads": 1024, "n_head": 1024, "num_key_value_heads": 1024, "head_dim": 2048,
+             "rotary_dim": 2048, "vocab_size": 4194304, "max_position_embeddings": 16777216,
+             "n_positions": 16777216, "sliding_window": 16777216, "type_vocab_size": 1024, "image_size": 8192,
+             "patch_size": 8192, "num_channels": 64, "num_labels": 1048576, "embedding_size": 65536}
+MAX_OTHER = 2**24
+"""Limit of an integer field not named in MAX_FIELD."""
+MAX_EXPERT_LAYERS = 32768
+"""num_hidden_layers x num_local_experts: each expert of each layer is captured."""
 
 
 class ConfigFieldError(ValueError):
@@ -37,15 +52,18 @@ class _Fields:
         if value is None and default is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self._fail(key, f"must be an integer >= {minimum}, got {value!r}")
+            raise self._fail(key, f"must be an integer >= {minimum}, got {_short(value)}")
+        limit = MAX_FIELD.get(key, MAX_OTHER)
+        if value > limit:
+            raise self._fail(key, f"is {value:,}, above the limit of {limit:,}")
         return value
 
     def float(self, key: str, default: Any = ...) -> float:
         value = self.raw.get(key, default)
         if value is ...:
             raise self._fail(key, "is missing")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise self._fail(key, f"must be a positive number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < float(value) < math.inf:
+            raise self._fail(key, f"must be a positive finite number, got {_short(value)}")
         return float(value)
 
     def bool(self, key: str, default: bool) -> bool:
@@ -59,13 +77,17 @@ class _Fields:
         if value is ...:
             raise self._fail(key, "is missing")
         if not isinstance(value, list) or not value or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
-            raise self._fail(key, f"must be a non-empty list of positive integers, got {value!r}")
+            raise self._fail(key, f"must be a non-empty list of positive integers, got {_short(value)}")
+        if len(value) > 16 or max(value) > 65536:
+            raise self._fail(key, f"must have at most 16 entries of at most 65,536, got {_short(value)}")
         return tuple(value)
 
     def labels(self) -> int:
         if "num_labels" in self.raw:
             return self.int("num_labels")
         if isinstance(self.raw.get("id2label"), dict) and self.raw["id2label"]:
+            if len(self.raw["id2label"]) > MAX_FIELD["num_labels"]:
+                raise self._fail("id2label", f"has more than {MAX_FIELD['num_labels']:,} labels")
             return len(self.raw["id2label"])
         return 1000
 
@@ -89,6 +111,10 @@ def _llama_like(f: _Fields) -> DecoderConfig:
     if experts and top_k > experts:
         raise f._fail("num_experts_per_tok", f"({top_k}) must not exceed num_local_experts ({experts})")
     window = f.int("sliding_window", None) if f.model_type in ("mistral", "mixtral") else None
+    layers = f.int("num_hidden_layers")
+    if layers * experts > MAX_EXPERT_LAYERS:
+        raise f._fail("num_local_experts", f"x num_hidden_layers = {layers * experts:,} expert blocks, above the "
+                      f"limit of {MAX_EXPERT_LAYERS:,}")
     return DecoderConfig(
         vocab_size=f.int("vocab_size"), hidden_size=d, num_layers=f.int("num_hidden_layers"), num_heads=heads,
         num_kv_heads=kv, head_dim=head_dim, intermediate_size=f.int("intermediate_size"), mlp="gated_silu",
@@ -152,6 +178,11 @@ def _resnet(f: _Fields) -> ResNetConfig:
     depths, sizes = f.int_list("depths"), f.int_list("hidden_sizes")
     if len(depths) != len(sizes):
         raise f._fail("hidden_sizes", f"must have one entry per stage in 'depths' ({len(depths)})")
+    if any(size % 4 for size in sizes):
+        # a bottleneck block's inner width is its output width / 4 (the expansion of ResNet-50)
+        raise f._fail("hidden_sizes", f"must be multiples of 4 (bottleneck expansion), got {list(sizes)}")
+    if sum(depths) > 1024:
+        raise f._fail("depths", f"sum to {sum(depths):,} blocks, above the limit of 1,024")
     return ResNetConfig(depths=depths, hidden_sizes=sizes, embedding_size=f.int("embedding_size", 64),
                         num_labels=f.labels(), image_size=f.int("image_size", 224))
 
@@ -175,8 +206,8 @@ def parse(raw: Any, origin: str) -> tuple[str, DecoderConfig | BertConfig | ResN
     if not isinstance(raw, dict):
         raise ConfigFieldError(f"{origin}: a config must be a JSON object, got {type(raw).__name__}")
     model_type = raw.get("model_type")
-    if model_type not in _PARSERS:
-        raise ConfigFieldError(f"{origin}: field 'model_type' is {model_type!r}; valid: {', '.join(MODEL_TYPES)}")
+    if not isinstance(model_type, str) or model_type not in _PARSERS:
+        raise ConfigFieldError(f"{origin}: field 'model_type' is {_short(model_type)}; valid: {', '.join(MODEL_TYPES)}")
     missing = [key for key in _REQUIRED[model_type] if key not in raw]
     if missing:
         fields = ", ".join(f"'{key}'" for key in missing)
@@ -184,3 +215,8 @@ def parse(raw: Any, origin: str) -> tuple[str, DecoderConfig | BertConfig | ResN
                                f"(model_type {model_type} needs {', '.join(_REQUIRED[model_type])})")
     family, parser = _PARSERS[model_type]
     return family, parser(_Fields(raw, origin))
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

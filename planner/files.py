@@ -1,19 +1,139 @@
-"""Writing files so that they are never half written: a temporary file beside the target, flushed
-to disk, then renamed over it (os.replace is atomic on one filesystem)."""
+"""Reading and writing files safely.
+
+Writing: a temporary file beside the target, flushed to disk, then renamed over it (os.replace is
+atomic on one filesystem), so a file is never half written. Reading: every data file planner opens
+(catalogs, configs, profiles, scenarios, --configs) goes through `read_text`, which bounds its size,
+decodes UTF-8 (a BOM is dropped) and says what is wrong in one line; JSON goes through `parse_json`,
+which bounds the nesting depth and refuses NaN and infinity. Nothing read here is ever executed.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import math
 import os
+import tempfile
 from pathlib import Path
+
+from planner.errors import ConfigError
+
+MAX_FILE_BYTES = 64 * 2**20
+"""Largest data file read (64 MiB): the biggest shipped file, a calibration profile, is about 1 MiB."""
+MAX_JSON_DEPTH = 64
+"""Deepest JSON nesting accepted: planner's own files nest at most 5 deep."""
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write `text` to `path` atomically; return the path."""
+    """Write `text` to `path` atomically; return the path. Raise ConfigError when `path` is a directory
+    or its folder cannot be written; on any failure the target is untouched and no temporary is left."""
     target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
+    if target.is_dir():
+        raise ConfigError(f"cannot write '{target}': it is a directory; give a file path")
+    if not target.parent.is_dir():
+        raise ConfigError(f"cannot write '{target}': folder '{target.parent}' does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise ConfigError(f"cannot write '{target}': {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return target
+
+
+def read_text(path: str | Path, what: str, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The text of a UTF-8 file (a leading BOM dropped). `what` names the file in messages ("--configs",
+    "scenario"). Raise ConfigError when it is missing, not a regular file, larger than `max_bytes`,
+    or not UTF-8."""
+    file = Path(path)
+    try:
+        if not file.exists():
+            raise ConfigError(f"{what}: file '{_short(file)}' does not exist")
+        if not file.is_file():
+            raise ConfigError(f"{what}: '{_short(file)}' is not a regular file")
+        size = file.stat().st_size
+        if size > max_bytes:
+            raise ConfigError(f"{what}: '{_short(file)}' is {size:,} bytes; the limit is {max_bytes:,}")
+        data = file.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot read '{_short(file)}': {exc.strerror}") from None
+    return decode(data, f"{what} '{_short(file)}'")
+
+
+def decode(data: bytes, what: str) -> str:
+    """UTF-8 text of `data` (a leading BOM dropped); ConfigError naming the first bad byte otherwise."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}; "
+                          "save it as UTF-8") from None
+
+
+def _short(path: Path) -> str:
+    text = str(path)
+    return text if len(text) <= 200 else text[:100] + "..." + text[-60:]
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of [ and { in JSON text, strings skipped (a linear scan, no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_json(text: str, what: str, max_depth: int = MAX_JSON_DEPTH):
+    """Parse JSON text; raise ConfigError when it is malformed, nested deeper than `max_depth`, or holds
+    NaN or Infinity."""
+    if json_depth(text) > max_depth:
+        raise ConfigError(f"{what}: JSON nested deeper than {max_depth} levels")
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"{what}: not valid JSON ({exc})") from None
+
+
+def finite(value: float, what: str) -> float:
+    """`value` as a float when it is a finite number; ConfigError naming `what` otherwise."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{what} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{what} must be a number, got {_repr(value)}") from None
+    if not math.isfinite(number):
+        raise ConfigError(f"{what} must be a finite number, got {_repr(value)}")
+    return number
+
+
+def _repr(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -15,13 +15,23 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from planner.catalog import Device
 from planner.errors import ConfigError
-from planner.roofline import vector_peak
-from planner.timing import OpRow
+from planner.hardware.catalog import Device
+from planner.predict.roofline import vector_peak
+from planner.predict.timing import OpRow
 
 COLOURS = {"compute": (214, 39, 40), "memory": (31, 119, 180), "overhead": (127, 127, 127)}
 W, H, LEFT, RIGHT, TOP, BOTTOM = 960, 640, 90, 30, 50, 70
+
+
+def check_target(path: str) -> Path:
+    """`path` as a Path when a PNG can be written there; ConfigError naming why not otherwise."""
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"--roofline: '{path}' is a directory; give a file name such as roofline.png")
+    if not target.parent.is_dir():
+        raise ConfigError(f"--roofline: folder '{target.parent}' does not exist")
+    return target
 
 
 def draw_roofline(path: str, device: Device, rows: list[OpRow], dtype: str, title: str) -> Path:
@@ -66,9 +76,7 @@ def draw_roofline(path: str, device: Device, rows: list[OpRow], dtype: str, titl
     for i, (bound, colour) in enumerate(COLOURS.items()):
         d.ellipse([LEFT + 10, TOP + 10 + 16 * i, LEFT + 18, TOP + 18 + 16 * i], fill=colour)
         d.text((LEFT + 24, TOP + 8 + 16 * i), f"{bound}-bound", fill=(0, 0, 0))
-    target = Path(path)
-    if not target.parent.exists():
-        raise ConfigError(f"--roofline: folder '{target.parent}' does not exist")
+    target = check_target(path)
     fd, tmp = tempfile.mkstemp(suffix=".png", dir=target.parent)
     os.close(fd)
     try:

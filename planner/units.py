@@ -4,6 +4,8 @@ Inside the library every quantity is a float in SI base units (FLOP, bytes, seco
 joules, USD). Human units appear only in data-file keys and at the CLI and app edges.
 """
 
+import math
+
 KILO = 1e3
 MEGA = 1e6
 GIGA = 1e9
@@ -33,3 +35,28 @@ def si(value: float, unit: str = "", digits: int = 3) -> str:
 def count(value: float) -> str:
     """Return an integer with thousands separators, e.g. count(6738415616) == "6,738,415,616"."""
     return f"{int(round(value)):,}"
+
+
+def json_safe(value):
+    """`value` (dicts, lists, tuples, numbers) with every NaN or infinite float replaced by None: an
+    unknown number is null in JSON, never the bare NaN that JSON does not allow."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def band(value: float, fraction: float, inverse: bool = False) -> tuple[float, float]:
+    """(low, high) of a time (or, inverse=True, a rate) whose relative error is at most `fraction`.
+
+    Below 1 the band is value·(1 ± f) for a time and value/(1 ± f) for a rate; from 1 up a linear
+    band would cross zero, so it becomes value/(1 + f) .. value·(1 + f), symmetric in log space.
+    Never below 0 and never infinite for a finite value.
+    """
+    f = fraction
+    if f >= 1:
+        return value / (1 + f), value * (1 + f)
+    return (value / (1 + f), value / (1 - f)) if inverse else (value * (1 - f), value * (1 + f))

@@ -4,9 +4,9 @@ from functools import lru_cache
 
 import pytest
 
-from planner.counting import Counts, count
-from planner.graphs import Workload, WorkloadGraph, build_graph
-from planner.zoo import resolve
+from planner.workload.counting import Counts, count
+from planner.workload.graphs import Workload, WorkloadGraph, build_graph
+from planner.workload.zoo import resolve
 
 
 @lru_cache(maxsize=None)

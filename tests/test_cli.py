@@ -78,3 +78,14 @@ def test_bad_custom_model_and_bad_sizes_are_clear_errors(capsys):
 def test_negative_batch_is_rejected_by_the_parser():
     result = _run("count", "gpt2", "--batch", "-1")
     assert result.returncode == 2 and "positive integer" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_folder_named_models_on_the_path_does_not_shadow_planners_builders(tmp_path):
+    # planner imports its builders as planner_models, so a user's own `models` package is left alone
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").write_text("")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "planner.cli", "count", "gpt2", "--seq-len", "16", "--json"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["params"] == 124_439_808

@@ -1,0 +1,63 @@
+"""The `planner` command line: one module per subcommand (count, predict and compare, calibrate,
+validate and op, plan), each a thin function over the library.
+
+Human units appear only here. Errors raised on purpose (PlannerError) print one line and exit 2;
+argparse's own errors exit 2 with the usage line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from planner.cli.calibrate import add_calibrate, add_op, add_validate
+from planner.cli.count import add_count
+from planner.cli.plan import add_plan
+from planner.cli.predict import add_compare, add_predict
+from planner.errors import PlannerError
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of the `planner` command."""
+    p = argparse.ArgumentParser(prog="planner", description="Performance model and capacity planner for AI workloads.")
+    sub = p.add_subparsers(dest="command", required=True)
+    add_count(sub)
+    add_predict(sub)
+    add_compare(sub)
+    add_calibrate(sub)
+    add_validate(sub)
+    add_op(sub)
+    add_plan(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: run one subcommand; return the exit status: 0 ok, 2 bad input (one line on stderr),
+    3 an internal error (one line asking to report it; PLANNER_DEBUG=1 shows the traceback), 130 Ctrl-C."""
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except PlannerError as exc:
+        print(f"planner: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("planner: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except (Exception, SystemExit) as exc:
+        # the one place an unexpected exception becomes a message: never a traceback unless asked
+        if isinstance(exc, SystemExit) and exc.code in (0, None):
+            return 0
+        if os.environ.get("PLANNER_DEBUG") == "1":
+            raise
+        print(f"planner: internal error: {type(exc).__name__}: {_one_line(exc)}. This is a bug in planner: please "
+              "report it with the command line (PLANNER_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 3
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 2000 else text[:1997] + "..."

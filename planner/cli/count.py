@@ -1,0 +1,119 @@
+"""`planner count`: FLOP and bytes of a model's workload, op by op."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from planner.cli.args import positive_int
+from planner.units import count as fmt_count
+from planner.units import json_safe, si
+from planner.workload.counting import Counts, count
+from planner.workload.dtypes import DTYPES
+from planner.workload.graphs import MODES, Workload, WorkloadGraph, build_graph
+from planner.workload.zoo import resolve
+
+BY = ("op", "module", "category", "phase")
+
+def add_count(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("count", help="count FLOP and bytes of a model's workload, op by op",
+                       description="Capture the aten op graph of MODEL on meta tensors and count FLOP "
+                                   "(2 per multiply-add) and bytes read and written.")
+    p.add_argument("model", help="zoo id (e.g. llama-3.1-8b), path to a config.json, or package.module:function")
+    p.add_argument("--mode", choices=MODES, default="inference",
+                   help="inference = prefill for LMs, a forward pass otherwise (default: inference)")
+    p.add_argument("--batch", type=positive_int, default=1, help="batch (micro-batch in training); default 1")
+    p.add_argument("--seq-len", type=positive_int, help="prompt or sequence length (default 2048 for LMs, 128 for encoders)")
+    p.add_argument("--context-len", type=positive_int, help="decode: tokens already in the KV cache (default 2048)")
+    p.add_argument("--image-size", type=positive_int, help="vision: image side in pixels (default: the model's)")
+    p.add_argument("--dtype", choices=list(DTYPES), default="bf16", help="default bf16")
+    p.add_argument("--by", choices=BY, default="op", help="group the table by op, module, category or phase")
+    p.add_argument("--top", type=int, default=20, help="rows of the table to print (0: all); default 20")
+    p.add_argument("--counter", choices=("planner", "fvcore"), default="planner",
+                   help="fvcore: also run fvcore's FlopCountAnalysis and compare")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_count)
+
+
+def _totals(wg: WorkloadGraph, counts: Counts) -> dict:
+    w = wg.workload
+    return {
+        "model": wg.model.name, "source": wg.model.source, "mode": w.mode, "batch": w.batch, "seq_len": w.seq_len,
+        "context_len": w.context_len, "image_size": w.image_size, "dtype": w.dtype,
+        "params": wg.params, "active_params": wg.active_params, "flop": counts.total.flop,
+        "bytes_read": counts.total.bytes_read, "bytes_written": counts.total.bytes_written,
+        "arithmetic_intensity_flop_per_byte": counts.total.intensity, "ops": len(counts.ops),
+        "unsupported": [{"op": op, "calls": n} for op, n in counts.unsupported],
+    }
+
+
+def _describe(wg: WorkloadGraph) -> str:
+    w = wg.workload
+    sizes = {"prefill": f"{w.seq_len} prompt tokens", "decode": f"one token on a {w.context_len}-token KV cache",
+             "training": f"sequence {w.seq_len}" if w.seq_len else f"{w.image_size}px images"}
+    size = sizes.get(w.mode) or (f"sequence {w.seq_len}" if w.seq_len else f"{w.image_size}px images" if w.image_size else "")
+    return f"{w.mode}, batch {w.batch}, {size}, {w.dtype}".replace(", ,", ",")
+
+
+def _print_table(counts: Counts, by: str, top: int) -> None:
+    frame = counts.table(by)
+    if top > 0:
+        frame = frame.head(top)
+    width = max([len(str(i)) for i in frame.index] + [len(by)])
+    print(f"\n{by:<{width}}  {'calls':>7}  {'FLOP':>12}  {'read':>10}  {'written':>10}  {'FLOP %':>6}")
+    for key, row in frame.iterrows():
+        print(f"{str(key):<{width}}  {int(row['calls']):>7}  {si(row['flop'], 'FLOP'):>12}  {si(row['bytes_read'], 'B'):>10}  "
+              f"{si(row['bytes_written'], 'B'):>10}  {100 * row['flop_share']:>6.2f}")
+    hidden = len(counts.table(by)) - len(frame)
+    if hidden:
+        print(f"... {hidden} more rows (--top 0 shows all)")
+
+
+def cmd_count(args: argparse.Namespace) -> int:
+    model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
+    wg = build_graph(model, Workload(mode=args.mode, batch=args.batch, seq_len=args.seq_len,
+                                     context_len=args.context_len, image_size=args.image_size, dtype=args.dtype))
+    counts = count(wg.graph)
+    comparison = None
+    if args.counter == "fvcore":
+        from planner.workload.fvcore_check import compare
+        comparison = compare(wg, counts)
+    if args.json:
+        out = _totals(wg, counts)
+        frame = counts.table(args.by)
+        out["by"] = args.by
+        out["table"] = [{args.by: str(k), **{c: (int(v) if c == "calls" else float(v)) for c, v in row.items()}}
+                        for k, row in frame.iterrows()]
+        if comparison is not None:
+            out["fvcore"] = {"by_operator_flop": comparison.fvcore_by_operator, "unsupported": comparison.fvcore_unsupported,
+                             "ours_compared_flop": comparison.ours_compared_flop,
+                             "fvcore_compared_flop": comparison.fvcore_compared_flop, "ratio": comparison.ratio}
+        print(json.dumps(json_safe(out), indent=2, allow_nan=False))
+        return 0
+    t = counts.total
+    print(f"model          {wg.model.name}  ({wg.model.source})")
+    print(f"workload       {_describe(wg)}")
+    active = f"  (active per token {fmt_count(wg.active_params)})" if wg.active_params != wg.params else ""
+    print(f"parameters     {fmt_count(wg.params)}{active}")
+    print(f"FLOP           {t.flop:.4e}  ({si(t.flop, 'FLOP')})")
+    print(f"bytes read     {t.bytes_read:.4e}  ({si(t.bytes_read, 'B')})")
+    print(f"bytes written  {t.bytes_written:.4e}  ({si(t.bytes_written, 'B')})")
+    print(f"intensity      {t.intensity:.1f} FLOP/byte")
+    print(f"ops            {len(counts.ops)} executed")
+    if counts.unsupported:
+        listed = ", ".join(f"{op} x{n}" for op, n in counts.unsupported)
+        print(f"UNSUPPORTED    {listed}  (no formula: their cost is not in the totals)")
+    else:
+        print("unsupported    none")
+    _print_table(counts, args.by, args.top)
+    if comparison is not None:
+        print("\nfvcore cross-check (fvcore counts a multiply-add as 1 FLOP; shown x2)")
+        for op, flop in sorted(comparison.fvcore_by_operator.items(), key=lambda kv: -kv[1]):
+            print(f"  fvcore {op:<22} {flop:.4e}")
+        print(f"  matmul+conv: ours {comparison.ours_compared_flop:.4e}, fvcore {comparison.fvcore_compared_flop:.4e}, "
+              f"ratio {comparison.ratio:.4f}")
+        if comparison.fvcore_unsupported:
+            print("  fvcore skipped: " + ", ".join(f"{k} x{v}" for k, v in comparison.fvcore_unsupported.items()))
+    return 0
+
+

@@ -1,0 +1,69 @@
+"""`planner plan`: the instance mix and cluster size for a scenario, checked independently."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_plan(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plan", help="recommend the instance mix and cluster size for a scenario",
+                       description="Solve a procurement scenario (YAML) with a MILP over catalog instances and "
+                                   "on-prem servers; capacities come from the predictor.")
+    p.add_argument("scenario", help="scenario YAML (see examples/)")
+    p.add_argument("--objective", choices=("cost", "energy", "carbon"), help="override the scenario's objective")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plan)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from planner.plan.check import check
+    from planner.plan.scenario import load
+    from planner.plan.solve import solve
+
+    scenario = load(args.scenario)
+    if args.objective:
+        scenario = replace(scenario, objective=args.objective, weights=((args.objective, 1.0),))
+    plan = solve(scenario)
+    problems = check(plan, scenario)
+    if args.json:
+        out = plan.as_dict()
+        out["check"] = {"passed": not problems, "problems": problems}
+        print(json.dumps(out, indent=2, default=str))
+        return 0 if not problems else 1
+    print(f"plan for '{plan.scenario}' (objective {plan.objective}, {scenario.horizon_months:g} months)")
+    print(f"{'candidate':<58} {'units':>5} {'GPUs':>5} {'$/month':>10} {'capex':>10} {'kW':>6} {'util':>5}  serves")
+    for r in plan.rows:
+        serves = ", ".join(f"{f} {rps:.2f} req/s" for f, rps in r.serves) + (f" trains {', '.join(r.trains)}" if r.trains else "")
+        print(f"{r.candidate[:58]:<58} {r.units:>5} {r.devices:>5} {r.usd_per_month:>10,.0f} {r.capex_usd:>10,.0f} "
+              f"{r.power_kw:>6.1f} {r.utilization:>5.0%}  {serves}  (price of {r.price_date})")
+    for t in plan.training:
+        print(f"training {t['job']}: {t['units']} x {t['candidate']} (tp {t['tp']}, dp {t['dp']}), "
+              f"{t['days']:.2f} days, ${t['cost_usd']:,.0f}, {t['energy_kwh']:,.0f} kWh")
+    print(f"total          ${plan.usd_per_month:,.0f}/month, ${plan.cost_over_horizon_usd:,.0f} over the horizon, "
+          f"capex ${plan.capex_usd:,.0f}, on-prem power {plan.power_kw:.1f} kW")
+    print(f"energy         {plan.energy_kwh:,.0f} kWh, {plan.carbon_kg:,.0f} kg CO2e over the horizon")
+    if plan.best_single:
+        b = plan.best_single
+        print(f"best single    {b['device']}: ${b['cost_over_horizon_usd']:,.0f}; this plan saves ${b['saving_usd']:,.0f} "
+              f"({b['saving_fraction']:.1%})")
+    for pt in plan.pareto:
+        print(f"pareto         energy weight {pt['energy_weight']:.2f}: ${pt['cost_usd']:,.0f}, {pt['energy_kwh']:,.0f} kWh")
+    for s in plan.sensitivity:
+        if s.get("feasible"):
+            print(f"prices x{s['price_factor']:.1f}     ${s['cost_usd']:,.0f}; mix {'changes' if s['plan_changed'] else 'unchanged'}")
+    for b in plan.breakeven:
+        months = f"{b['breakeven_months']:.1f} months" if b["breakeven_months"] else "never"
+        print(f"break-even     {b['device']}: over the horizon, owning one server costs "
+              f"${b['onprem_over_horizon_usd']:,.0f} (capex ${b['capex_usd']:,.0f} + ${b['onprem_opex_usd_per_month']:,.0f}"
+              f"/month) vs renting its devices ${b['cloud_over_horizon_usd']:,.0f} ({b['cloud_instance']}); buying "
+              f"pays off after {months}; renting is cheaper below {b['breakeven_utilization']:.0%} utilization")
+    for note in plan.notes:
+        print(f"note           {note}")
+    print("check          " + ("passed: every assignment re-predicted meets demand, SLOs, budget and power"
+                               if not problems else "FAILED: " + "; ".join(problems)))
+    return 0 if not problems else 1
+
+

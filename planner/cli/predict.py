@@ -1,0 +1,245 @@
+"""`planner predict` and `planner compare`: one configuration, a file of them, or every device."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from planner.cli.args import fmt_time, positive_int, workload_flags
+from planner.errors import PlannerError
+from planner.units import json_safe, si
+from planner.workload.zoo import resolve
+
+
+def add_predict(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("predict", help="predict latency, throughput, memory, energy and cost on a catalog device",
+                       description="Predict a workload on a catalog device from its counted graph, the device's "
+                                   "datasheet or calibration, parallelism and prices.")
+    p.add_argument("model", nargs="?", help="zoo id, config.json path or package.module:function")
+    p.add_argument("--device", help="catalog device id or alias (e.g. h100-sxm, H100, mi300x)")
+    p.add_argument("--gpus", type=positive_int, help="devices in the deployment (default tp x pp x dp)")
+    for name, text in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages"), ("ep", "expert-parallel degree")):
+        p.add_argument(f"--{name}", type=positive_int, default=1, help=text)
+    p.add_argument("--dp", type=positive_int, help="data-parallel replicas (default gpus / (tp x pp))")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
+    p.add_argument("--overlap", type=float, default=0.8, help="share of data-parallel communication hidden (0-1)")
+    workload_flags(p)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--instance", help="cloud instance to price on (default: the cheapest with the device)")
+    where.add_argument("--site", help="on-prem site id to price on (TCO)")
+    p.add_argument("--utilization", type=float, default=1.0, help="on-prem: share of hours doing useful work")
+    p.add_argument("--ops", action="store_true", help="print the per-op table with bounds")
+    p.add_argument("--roofline", metavar="FILE.png", help="draw the device roofline with every op as a point")
+    p.add_argument("--configs", metavar="FILE", help="JSONL or CSV of configurations, one per row (keys: flag names "
+                                                     "with underscores, plus an optional id)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_predict)
+
+
+def add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare every catalog device on one workload",
+                       description="One row per device: the smallest tensor-parallel group that fits, on its "
+                                   "cheapest catalog instance.")
+    p.add_argument("model")
+    p.add_argument("--devices", default="all", help="'all' or a comma-separated list of device ids")
+    workload_flags(p)
+    p.add_argument("--sort", choices=("cost", "latency", "throughput", "energy"), default="cost")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_compare)
+
+
+def _request(args: argparse.Namespace):
+    from planner.predict.api import Request
+
+    return Request(model=args.model, device=args.device, mode=args.mode, gpus=args.gpus, tp=args.tp, pp=args.pp,
+                   dp=args.dp, ep=args.ep, zero=args.zero, batch=args.batch, input_len=args.input_len,
+                   output_len=args.output_len, seq_len=args.seq_len, image_size=args.image_size,
+                   global_batch=args.global_batch, micro_batch=args.micro_batch, microbatches=args.microbatches,
+                   recompute=args.recompute, dtype=args.dtype, instance=args.instance, site=args.site,
+                   pricing=args.pricing, utilization=args.utilization, overlap=args.overlap,
+                   train_tokens=args.train_tokens)
+
+
+def _print_prediction(p) -> None:
+    d = p.as_dict()
+    m = p.metrics
+    par = p.parallelism
+    print(f"{p.model} on {p.gpus} x {p.device}  (tp {par.tp}, pp {par.pp}, dp {par.dp}, ep {par.ep}, zero {par.zero}), "
+          f"{p.mode}, {p.dtype}")
+    print(f"tier           {p.tier}  (band +-{p.band_fraction:.0%})")
+    mem = p.memory
+    status = "fits" if p.fits else f"DOES NOT FIT: short by {mem.shortfall_bytes / 1e9:.1f} GB per device"
+    print(f"memory/device  {mem.total_bytes / 1e9:.1f} GB of {mem.capacity_bytes / 1e9:.1f} GB usable: {status}")
+    print(f"               weights {mem.weights_bytes / 1e9:.1f}, KV cache {mem.kv_cache_bytes / 1e9:.2f}, "
+          f"activations {mem.activation_bytes / 1e9:.2f}, gradients {mem.gradient_bytes / 1e9:.1f}, "
+          f"optimizer {mem.optimizer_bytes / 1e9:.1f}, workspace {mem.workspace_bytes / 1e9:.1f} GB")
+    for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("latency_s", "latency"), ("step_time_s", "step time")):
+        if key in m:
+            lo, hi = p.band(m[key])
+            print(f"{label:<15}{fmt_time(m[key])}  ({fmt_time(lo)} .. {fmt_time(hi)})")
+    for key, label in (("throughput_tokens_per_s", "tokens out/s"), ("throughput_samples_per_s", "samples/s"),
+                       ("tokens_per_s", "tokens/s"), ("samples_per_s", "samples/s")):
+        if key in m:
+            lo, hi = p.band(m[key], inverse=True)
+            print(f"{label:<15}{m[key]:,.1f}  ({lo:,.1f} .. {hi:,.1f})".replace(f"{label:<15}", f"{label:<14} ", 1)
+                  if len(label) >= 15 else f"{label:<15}{m[key]:,.1f}  ({lo:,.1f} .. {hi:,.1f})")
+    if "mfu" in m:
+        print(f"MFU            {m['mfu']:.1%}   (pipeline bubble {m['pipeline_bubble_fraction']:.1%})")
+    if "batch" in m:
+        print(f"batch          {m['batch']}")
+    energy_unit = ("j_per_output_token", "J/output token"), ("j_per_sample", "J/sample"), ("j_per_step", "J/step")
+    for key, label in energy_unit:
+        if key in m and math.isfinite(m[key]):
+            print(f"energy         {m[key]:.3g} {label}, {m['average_power_w_per_gpu']:.0f} W average per device")
+        elif key in m:
+            print(f"energy         not sourced ({p.device} has no TDP in the catalog)")
+    for key in [k for k in m if k.startswith("kwh_per_")]:
+        unit = key.removeprefix("kwh_per_").replace("_", " ")
+        carbon = m.get("carbon_kg_per_" + key.removeprefix("kwh_per_"))
+        carbon_text = f", {carbon:,.3g} kg CO2e at {m['carbon_kg_co2e_per_kwh']:.3f} kg/kWh" if carbon is not None else ""
+        print(f"               {m[key]:,.3g} kWh per {unit}{carbon_text}")
+    if p.cost is not None:
+        print(f"cost           ${p.cost.usd_per_h:,.2f}/h  ({p.cost.what}; price of {p.cost.price_date})")
+        for key, label in (("usd_per_million_output_tokens", "$ per 1M output tokens"),
+                           ("usd_per_thousand_samples", "$ per 1k samples"), ("cost_to_train_usd", "$ to train")):
+            if key in m:
+                print(f"               {label}: ${m[key]:,.4g}")
+    if "time_to_train_s" in m:
+        print(f"time to train  {fmt_time(m['time_to_train_s'])} for {m['train_tokens']:.3g} tokens")
+    print(f"catalog rows   {', '.join(d['catalog_rows'])}")
+    for note in p.notes:
+        print(f"note           {note}")
+
+
+MAX_CONFIG_ROWS = 1_000_000
+"""Rows of a --configs file accepted: a million predictions take about 20 minutes on one core."""
+
+
+def _read_configs(path: str) -> list[dict]:
+    """The rows of a --configs file (JSONL or CSV); a row that cannot be read becomes {"__error__": why}."""
+    import csv
+
+    from planner.errors import ConfigError
+    from planner.files import parse_json, read_text
+
+    text = read_text(path, "--configs")
+    lines = text.splitlines()
+    if len(lines) > MAX_CONFIG_ROWS + 1:
+        raise ConfigError(f"--configs: {len(lines):,} lines; the limit is {MAX_CONFIG_ROWS:,} rows")
+    if path.endswith(".csv"):
+        rows = []
+        for number, row in enumerate(csv.DictReader(lines, restkey="__extra__"), 2):
+            if "__extra__" in row:
+                row = {"__error__": f"line {number}: {len(row['__extra__'])} more cells than the header"}
+            rows.append({k: v for k, v in row.items() if v is not None})
+        return rows
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = parse_json(line, f"line {number}")
+        except ConfigError as exc:
+            row = {"__error__": str(exc)}
+        rows.append(row if isinstance(row, dict) else {"__error__": f"line {number}: expected a JSON object"})
+    return rows
+
+
+def _run_configs(args: argparse.Namespace) -> int:
+    from planner.predict.api import predict, request_from_row
+
+    for row in _read_configs(args.configs):
+        ident = row.get("id")
+        if not isinstance(ident, (str, int, type(None))) or isinstance(ident, bool) or len(str(ident)) > 200:
+            ident = None  # an id is echoed back: only a short string or an integer
+        try:
+            if "__error__" in row:
+                raise PlannerError(row["__error__"])
+            if "op" in row:
+                from planner.predict.ops import predict_op_row
+                out = predict_op_row(row)
+            else:
+                out = predict(request_from_row(row)).as_dict()
+            print(json.dumps(json_safe({"id": ident, **out}), default=str, allow_nan=False))
+        except PlannerError as exc:
+            print(json.dumps({"id": ident, "error": " ".join(str(exc).split())}))
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from planner.errors import ConfigError
+    from planner.predict.api import op_rows, predict
+
+    if args.configs:
+        return _run_configs(args)
+    if not args.model or not args.device:
+        raise ConfigError("predict needs MODEL and --device (or --configs FILE)")
+    req = _request(args)
+    if args.roofline:
+        from planner.plot import check_target
+        check_target(args.roofline)  # before any work
+    model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
+    prediction = predict(req, model=model)
+    rows = op_rows(req, model=model) if (args.ops or args.roofline) else {}
+    if args.roofline:
+        from planner.plot import draw_roofline
+        from planner.predict.context import default_context
+        device = default_context().device(args.device)
+        everything = [r for group in rows.values() for r in group]
+        draw_roofline(args.roofline, device, everything, args.dtype, f"{args.model} on {device.id} ({args.dtype}): "
+                      f"{', '.join(rows)} ops")
+    if args.json:
+        out = prediction.as_dict()
+        if args.ops:
+            out["ops"] = {name: [r.__dict__ if hasattr(r, "__dict__") else _row_dict(r) for r in group]
+                          for name, group in rows.items()}
+        print(json.dumps(json_safe(out), indent=2, default=str, allow_nan=False))
+        return 0
+    _print_prediction(prediction)
+    if args.roofline:
+        print(f"roofline       written to {args.roofline}")
+    for name, group in rows.items():
+        print(f"\n{name} ops on one device (count includes every layer; time per call)")
+        print(f"{'op':<52} {'role':<6} {'count':>6} {'FLOP':>10} {'bytes':>10} {'time':>10} {'bound':<9}")
+        for r in sorted(group, key=lambda r: -r.time_s * r.count):
+            print(f"{r.op[:52]:<52} {r.role:<6} {r.count:>6} {si(r.flop):>10} {si(r.bytes, 'B'):>10} "
+                  f"{fmt_time(r.time_s):>10} {r.bound:<9}")
+    return 0
+
+
+def _row_dict(r) -> dict:
+    return {f: getattr(r, f) for f in r.__dataclass_fields__}
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from planner.predict.api import compare
+
+    devices = None if args.devices == "all" else [d.strip() for d in args.devices.split(",") if d.strip()]
+    training = {}
+    if args.mode == "training":
+        training = {k: getattr(args, k) for k in ("global_batch", "micro_batch", "microbatches", "recompute",
+                                                   "train_tokens")}
+    model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
+    frame = compare(model, devices, args.mode, args.batch, args.input_len, args.output_len, args.seq_len,
+                    args.image_size, args.dtype, args.pricing, args.sort, **training)
+    if args.json:
+        print(frame.to_json(orient="records", indent=2))
+        return 0
+    unit = "$/1M tok" if "ttft_s" in frame and frame["ttft_s"].notna().any() else "$/unit"
+    print(f"{'device':<15} {'gpus':>4} {'fits':>5} {'tier':<10} {'latency':>10} {'throughput':>12} {'$/h':>8} "
+          f"{unit:>9} {'J/unit':>8} {'GB/gpu':>7}  instance / note")
+    for _, r in frame.iterrows():
+        if r["tier"] is None or r.get("latency_s") is None or r["latency_s"] != r["latency_s"]:
+            print(f"{r['device']:<15} {'-':>4} {'-':>5} {'-':<10} {'-':>10} {'-':>12} {'-':>8} {'-':>9} {'-':>8} {'-':>7}  "
+                  f"{r['note']}")
+            continue
+        num = lambda v, f: "-" if v is None or v != v else format(v, f)
+        print(f"{r['device']:<15} {int(r['gpus']):>4} {str(bool(r['fits'])):>5} {r['tier']:<10} "
+              f"{fmt_time(r['latency_s']):>10} {r['throughput']:>12,.1f} {num(r['usd_per_h'], '.2f'):>8} "
+              f"{num(r['usd_per_unit'], '.3f'):>9} {num(r['j_per_unit'], '.3g'):>8} {r['memory_gb_per_gpu']:>7.1f}  "
+              + (f"{r['instance']} (price of {r['price_date']})" if isinstance(r["instance"], str)
+                 else "(no catalog instance)"))
+    return 0
+
+

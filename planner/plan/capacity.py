@@ -1,0 +1,206 @@
+"""Capacity from predictions: the candidates a scenario may buy or rent, what one unit of each
+sustains for every serving bucket within its SLOs, and the training configurations that meet a
+deadline. Computed from the predictor, not profiled.
+
+Serving: a unit (cloud instance or on-prem server) of c devices runs c/tp replicas of a
+tensor-parallel group; each replica serves batches of b requests back to back, one batch per
+latency = TTFT + (O−1)·TPOT, so the unit sustains (c/tp)·b / latency requests per second. The
+search takes tp in 1, 2, 4, 8 (dividing c and the heads) and b in powers of two, keeps the
+configurations that fit in memory with TTFT and TPOT within the SLOs, and returns the best.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.errors import PlannerError
+from planner.plan.scenario import Bucket, Scenario, ServingWorkload, TrainingJob
+from planner.predict.api import Request, predict
+from planner.predict.context import Context
+from planner.workload.zoo import resolve
+
+HOURS_PER_MONTH = 730.5
+BATCHES = tuple(2**i for i in range(10))  # 1 .. 512
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A unit the plan can buy or rent."""
+
+    key: str
+    """"aws:p5.48xlarge:us-east-1:on_demand" or "onprem:dgx-h100@us-virginia-colo"."""
+    kind: str
+    """"cloud" or "onprem"."""
+    device_id: str
+    device_count: int
+    pricing: str
+    """on_demand, spot, committed_1y, committed_3y, or onprem."""
+    usd_per_h: float
+    """Cloud: the rental price; on-prem: TCO per useful hour at the scenario's utilization."""
+    capex_usd: float
+    """On-prem: purchase price of one server (0 in the cloud)."""
+    power_kw: float
+    """Facility power of one unit at load (on-prem, PUE applied), for the site's power cap."""
+    kg_co2e_per_kwh: float | None
+    price_date: str
+    instance_key: str | None = None
+
+    @property
+    def usd_per_month(self) -> float:
+        return self.usd_per_h * HOURS_PER_MONTH
+
+
+@dataclass(frozen=True, slots=True)
+class ServingCapacity:
+    """What one unit of a candidate sustains on one bucket."""
+
+    rps: float
+    tp: int
+    batch: int
+    ttft_s: float
+    tpot_s: float
+    kw_per_unit: float | None
+    """Average facility power of one unit while serving (device energy x PUE where known); None
+    when the device has no sourced TDP."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingConfig:
+    """One way to run a training job."""
+
+    candidate: str
+    units: int
+    tp: int
+    dp: int
+    time_s: float
+    cost_usd: float
+    energy_kwh: float | None
+    """None when the device has no sourced TDP."""
+    kg_co2e: float | None
+    """None when the energy or the region's grid intensity is unknown."""
+
+
+def candidates(scenario: Scenario, ctx: Context) -> list[Candidate]:
+    """Every candidate the scenario allows, priced."""
+    c = scenario.candidates
+    out: list[Candidate] = []
+    wanted = {i.lower() for i in c.instances}
+    for inst in ctx.catalog.instances:
+        if c.providers and inst.provider.lower() not in {p.lower() for p in c.providers}:
+            continue
+        if c.regions and inst.region.lower() not in {r.lower() for r in c.regions}:
+            continue
+        if wanted and inst.key.lower() not in wanted and inst.instance.lower() not in wanted:
+            continue
+        if not c.pricing:
+            continue
+        device = ctx.device(inst.device_id)
+        intensity = ctx.catalog.carbon_kg_per_kwh.get(f"{inst.provider}:{inst.region}".lower())
+        for pricing in c.pricing:
+            if pricing in inst.price_usd_per_h:
+                out.append(Candidate(f"{inst.key}:{pricing}", "cloud", device.id, inst.device_count, pricing,
+                                     inst.price_usd_per_h[pricing], 0.0, 0.0, intensity, inst.price_date, inst.key))
+    if c.site is not None:
+        from planner.predict.cost import onprem_cost
+
+        site = ctx.catalog.site(c.site)
+        servers = [ctx.catalog.server(s) for s in c.servers] if c.servers else list(ctx.catalog.servers.values())
+        for server in servers:
+            device = ctx.device(server.device_id)
+            # priced at full device power (TDP): the plan's power cap must hold at peak load
+            basis = onprem_cost(server, site, server.device_count, device.tdp_w or 0.0, device.tdp_w or 0.0,
+                                scenario.utilization)
+            out.append(Candidate(f"onprem:{server.id}@{site.id}", "onprem", device.id, server.device_count, "onprem",
+                                 basis.usd_per_h, server.capex_usd, basis.facility_power_w / 1000,
+                                 site.carbon_kg_per_kwh, server.date))
+    return out
+
+
+def _tp_options(model_id: str, device_count: int) -> list[int]:
+    model = resolve(model_id)
+    if model.family != "decoder":
+        return [1]
+    heads, kv = model.config.num_heads, model.config.num_kv_heads
+    return [t for t in (1, 2, 4, 8) if t <= device_count and device_count % t == 0 and heads % t == 0
+            and (kv % t == 0 or t % kv == 0)]
+
+
+_CACHE: dict[tuple, ServingCapacity | None] = {}
+
+
+def _serving(ctx: Context, model: str, dtype: str, input_len: int, output_len: int, ttft_slo: float,
+             tpot_slo: float, device_id: str, device_count: int, pue: float) -> ServingCapacity | None:
+    key = (id(ctx), model, dtype, input_len, output_len, ttft_slo, tpot_slo, device_id, device_count, pue)
+    if key in _CACHE:
+        return _CACHE[key]
+    best = None
+    for tp in _tp_options(model, device_count):
+        for b in BATCHES:
+            try:
+                p = predict(Request(model, device_id, gpus=tp, tp=tp, batch=b, input_len=input_len,
+                                    output_len=output_len, dtype=dtype), ctx)
+            except PlannerError:
+                break
+            m = p.metrics
+            if not p.fits or m["ttft_s"] > ttft_slo or m["tpot_s"] > tpot_slo:
+                break  # larger batches only get slower and bigger
+            rps = (device_count // tp) * b / m["latency_s"]
+            power_w = m.get("average_power_w_per_gpu")
+            kw = (power_w * device_count * pue / 1000) if power_w is not None and power_w == power_w else None
+            if best is None or rps > best.rps:
+                best = ServingCapacity(rps, tp, b, m["ttft_s"], m["tpot_s"], kw)
+    _CACHE[key] = best
+    return best
+
+
+def serving_capacity(ctx: Context, workload: ServingWorkload, bucket: Bucket, candidate: Candidate,
+                     pue: float = 1.0) -> ServingCapacity | None:
+    """The best SLO-meeting configuration of one unit of `candidate` on one bucket, or None."""
+    return _serving(ctx, workload.model, workload.dtype, bucket.input_len, bucket.output_len, workload.ttft_s,
+                    workload.tpot_s, candidate.device_id, candidate.device_count, pue)
+
+
+def training_configs(ctx: Context, job: TrainingJob, candidate: Candidate, max_units: int = 64) -> list[TrainingConfig]:
+    """Configurations of `job` on 1, 2, 4, ... units of `candidate` that fit and meet the deadline
+    (at most the two smallest: more units only cost more once the deadline is met).
+
+    Several units are only combined when each is a whole node (its device count is the device's
+    scale-up domain): the collectives model joins nodes over the scale-out link, and has no model of
+    single-GPU cloud instances joined over a data-centre network."""
+    from planner.predict.api import Request as R
+
+    found: list[TrainingConfig] = []
+    node = ctx.device(candidate.device_id).devices_per_node
+    if candidate.device_count < node:
+        max_units = 1
+    units = 1
+    while units <= max_units and len(found) < 2:
+        gpus = units * candidate.device_count
+        for tp in _tp_options(job.model, candidate.device_count):
+            dp = gpus // tp
+            try:
+                p = predict(R(job.model, candidate.device_id, "training", gpus=gpus, tp=tp, seq_len=job.seq_len,
+                              micro_batch=1, global_batch=max(dp, 256 // dp * dp), zero=1, dtype=job.dtype,
+                              train_tokens=job.tokens, recompute="full"), ctx)
+            except PlannerError:
+                continue
+            if not p.fits:
+                continue
+            time_s = p.metrics["time_to_train_s"]
+            if time_s > job.deadline_s:
+                continue
+            hours = time_s / 3600
+            kwh = p.metrics.get("energy_to_train_j", float("nan")) / 3.6e6
+            kwh = kwh if kwh == kwh else None  # no sourced TDP: unknown, not zero
+            intensity = candidate.kg_co2e_per_kwh
+            found.append(TrainingConfig(candidate.key, units, tp, dp, time_s, hours * units * candidate.usd_per_h, kwh,
+                                        kwh * intensity if kwh is not None and intensity is not None else None))
+            break
+        units *= 2
+    return found
+
+
+def demand(workload: ServingWorkload, bucket: Bucket) -> float:
+    """Requests per second of one bucket."""
+    return workload.demand_rps * bucket.share
+

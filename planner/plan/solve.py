@@ -1,0 +1,227 @@
+"""Solve a scenario into a Plan: what to buy or rent, what it serves, what it costs and draws, how it
+compares with the best single device type, a cost/energy Pareto front, price sensitivity, and the
+cloud-versus-on-prem break-even of the device types the scenario can both rent and buy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyomo.environ as pyo
+
+from planner.errors import PlannerError
+from planner.plan.capacity import HOURS_PER_MONTH
+from planner.plan.optimize import InfeasibleError, Problem, build_model, build_problem, explain_infeasible, solve_model
+from planner.plan.scenario import Scenario
+from planner.predict.context import Context, default_context
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRow:
+    candidate: str
+    kind: str
+    device: str
+    units: int
+    devices: int
+    usd_per_month: float
+    capex_usd: float
+    power_kw: float
+    utilization: float
+    """Load carried / units held (serving)."""
+    serves: tuple[tuple[str, float], ...]
+    """(flow, requests/s) this candidate serves."""
+    trains: tuple[str, ...]
+    price_date: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    scenario: str
+    objective: str
+    rows: tuple[PlanRow, ...]
+    usd_per_month: float
+    cost_over_horizon_usd: float
+    capex_usd: float
+    power_kw: float
+    energy_kwh: float
+    carbon_kg: float
+    training: tuple[dict, ...]
+    assignments: tuple[dict, ...]
+    """Every (flow, candidate, share, rps, tp, batch) used: what the independent check re-predicts."""
+    best_single: dict | None = None
+    pareto: tuple[dict, ...] = ()
+    sensitivity: tuple[dict, ...] = ()
+    breakeven: tuple[dict, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict:
+        return {"scenario": self.scenario, "objective": self.objective,
+                "rows": [r.__dict__ if hasattr(r, "__dict__") else {f: getattr(r, f) for f in r.__dataclass_fields__}
+                         for r in self.rows],
+                "totals": {"usd_per_month": self.usd_per_month, "cost_over_horizon_usd": self.cost_over_horizon_usd,
+                           "capex_usd": self.capex_usd, "power_kw": self.power_kw, "energy_kwh": self.energy_kwh,
+                           "carbon_kg": self.carbon_kg},
+                "training": list(self.training), "assignments": list(self.assignments),
+                "best_single": self.best_single, "pareto": list(self.pareto), "sensitivity": list(self.sensitivity),
+                "breakeven": list(self.breakeven), "notes": list(self.notes)}
+
+
+def _extract(m, p: Problem) -> tuple[tuple[PlanRow, ...], tuple[dict, ...], tuple[dict, ...], dict]:
+    by_key = {c.key: c for c in p.candidates}
+    rows, assignments, training = [], [], []
+    chosen_jobs = [(j, k) for j, k in m.K if pyo.value(m.choose[j, k]) > 0.5]
+    for c in m.C:
+        units = round(pyo.value(m.units[c]))
+        if units <= 0:
+            continue
+        cand = by_key[c]
+        serves, load = [], 0.0
+        for f, cc in m.ARCS:
+            if cc != c:
+                continue
+            share = pyo.value(m.share[f, c])
+            if share > 1e-9:
+                rps = share * p.demand_rps[f]
+                cap = p.capacity[(f, c)]
+                serves.append((f, rps))
+                load += rps / cap.rps
+                assignments.append({"flow": f, "candidate": c, "share": share, "rps": rps, "tp": cap.tp,
+                                    "batch": cap.batch, "capacity_rps": cap.rps})
+        trains = tuple(j for j, k in chosen_jobs if p.configs[(j, k)].candidate == c)
+        rows.append(PlanRow(c, cand.kind, cand.device_id, units, units * cand.device_count, units * cand.usd_per_month,
+                            units * cand.capex_usd, units * cand.power_kw if cand.kind == "onprem" else 0.0,
+                            load / units if units else 0.0, tuple(serves), trains, cand.price_date))
+    for j, k in chosen_jobs:
+        cfg = p.configs[(j, k)]
+        training.append({"job": j, "candidate": cfg.candidate, "units": cfg.units, "tp": cfg.tp, "dp": cfg.dp,
+                         "days": cfg.time_s / 86400, "cost_usd": cfg.cost_usd, "energy_kwh": cfg.energy_kwh or 0.0,
+                         "energy_known": cfg.energy_kwh is not None})
+    terms = {k: pyo.value(v) for k, v in m._terms.items()}
+    return tuple(rows), tuple(assignments), tuple(training), terms
+
+
+def _solve(p: Problem, **kw):
+    m = build_model(p, **kw)
+    if not solve_model(m):
+        return None
+    return m
+
+
+def solve(scenario: Scenario, ctx: Context | None = None, extras: bool = True) -> Plan:
+    """Solve `scenario` (raise InfeasibleError naming the binding constraints); with `extras`, add the
+    best single-type comparison, the Pareto front, price sensitivity and the break-even table."""
+    ctx = ctx or default_context()
+    p = build_problem(scenario, ctx)
+    weights, scales = dict(scenario.weights), {}
+    if scenario.objective == "weighted":
+        # normalize each term by its own optimum, so that weights compare like with like
+        for term in ("cost", "energy", "carbon"):
+            if weights.get(term):
+                alone = _solve(p, weights={term: 1.0})
+                if alone is None:
+                    raise explain_infeasible(p)
+                scales[term] = max(pyo.value(alone._terms[term]), 1e-9)
+    m = _solve(p, weights=weights, scales=scales)
+    if m is None:
+        raise explain_infeasible(p)
+    rows, assignments, training, terms = _extract(m, p)
+    months = scenario.horizon_months
+    usd_month = sum(r.usd_per_month for r in rows) + sum(t["cost_usd"] for t in training) / months
+    notes = []
+    by_key = {c.key: c for c in p.candidates}
+    if any(p.capacity[(a["flow"], a["candidate"])].kw_per_unit is None for a in assignments):
+        notes.append("energy excludes candidates with no sourced TDP")
+    if any(by_key[r.candidate].kg_co2e_per_kwh is None for r in rows):
+        notes.append("carbon excludes candidates whose region has no grid intensity in carbon.csv")
+    plan = Plan(scenario.name, scenario.objective, rows, usd_month, terms["cost"], sum(r.capex_usd for r in rows),
+                sum(r.power_kw for r in rows), terms["energy"], terms["carbon"], training, assignments,
+                notes=tuple(notes))
+    if not extras:
+        return plan
+    return Plan(**{**plan.__dict__, "best_single": best_single(p, terms["cost"]), "pareto": pareto(p),
+                   "sensitivity": sensitivity(p, terms["cost"], rows), "breakeven": breakeven(p, ctx)})
+
+
+def best_single(p: Problem, mixed_cost: float) -> dict | None:
+    """The cheapest plan restricted to one device type, and the mixed plan's saving against it."""
+    best = None
+    for device in sorted({c.device_id for c in p.candidates}):
+        keep = tuple(c for c in p.candidates if c.device_id == device)
+        keys = {c.key for c in keep}
+        sub = Problem(p.scenario, keep, p.flows, p.demand_rps, {k: v for k, v in p.capacity.items() if k[1] in keys},
+                      p.jobs, {k: v for k, v in p.configs.items() if v.candidate in keys}, p.flow_labels)
+        if any(not any(f == ff for ff, _ in sub.capacity) for f in sub.flows) or \
+                any(not any(j == jj for jj, _ in sub.configs) for j in sub.jobs):
+            continue
+        m = _solve(sub, weights={"cost": 1.0})
+        if m is None:
+            continue
+        cost = pyo.value(m._terms["cost"])
+        if best is None or cost < best["cost_over_horizon_usd"]:
+            best = {"device": device, "cost_over_horizon_usd": cost}
+    if best is None:
+        return None
+    best["saving_usd"] = best["cost_over_horizon_usd"] - mixed_cost
+    best["saving_fraction"] = best["saving_usd"] / best["cost_over_horizon_usd"] if best["cost_over_horizon_usd"] else 0.0
+    return best
+
+
+def pareto(p: Problem, steps: int = 5) -> tuple[dict, ...]:
+    """Cost and energy of the plans minimizing (1−w)·cost/cost* + w·energy/energy* for w from 0 to 1."""
+    ref = {}
+    for term in ("cost", "energy"):
+        m = _solve(p, weights={term: 1.0})
+        if m is None:
+            return ()
+        ref[term] = max(pyo.value(m._terms[term]), 1e-9)
+    points = []
+    for i in range(steps):
+        w = i / (steps - 1)
+        m = _solve(p, weights={"cost": 1 - w, "energy": w}, scales=ref)
+        if m is not None:
+            points.append({"energy_weight": w, "cost_usd": pyo.value(m._terms["cost"]),
+                           "energy_kwh": pyo.value(m._terms["energy"])})
+    return tuple(points)
+
+
+def sensitivity(p: Problem, base_cost: float, base_rows) -> tuple[dict, ...]:
+    """The plan re-solved with every price 20% lower and 20% higher: its cost and whether the mix changes."""
+    base = {r.candidate: r.units for r in base_rows}
+    out = []
+    for factor in (0.8, 1.2):
+        m = _solve(p, weights={"cost": 1.0}, price_factor=factor)
+        if m is None:
+            out.append({"price_factor": factor, "feasible": False})
+            continue
+        units = {c: round(pyo.value(m.units[c])) for c in m.C if round(pyo.value(m.units[c])) > 0}
+        out.append({"price_factor": factor, "feasible": True, "cost_usd": pyo.value(m._terms["cost"]),
+                    "plan_changed": units != base, "units": units})
+    return tuple(out)
+
+
+def breakeven(p: Problem, ctx: Context) -> tuple[dict, ...]:
+    """For each device both rentable (on demand) and buyable here: planner.plan.tco's comparison of one
+    server's worth of devices over the horizon at the scenario's utilization (the same numbers as
+    the app's Cost page)."""
+    from planner.plan.tco import compare_tco
+
+    out = []
+    for server in (c for c in p.candidates if c.kind == "onprem"):
+        cloud = [c for c in p.candidates if c.kind == "cloud" and c.device_id == server.device_id
+                 and c.pricing == "on_demand"]
+        if not cloud:
+            continue
+        best = min(cloud, key=lambda c: c.usd_per_h / c.device_count)
+        months = max(1, round(p.scenario.horizon_months))
+        t = compare_tco(server.device_id, p.scenario.candidates.site, best.instance_key, months,
+                        p.scenario.utilization, ctx=ctx)
+        last = t.table.iloc[-1]
+        out.append({"device": server.device_id, "server": server.key, "cloud_instance": best.key,
+                    "cloud_usd_per_month": t.cloud_usd_per_h * HOURS_PER_MONTH * p.scenario.utilization,
+                    "onprem_opex_usd_per_month": t.onprem_opex_usd_per_month, "capex_usd": t.capex_usd,
+                    "cloud_over_horizon_usd": float(last["cloud_usd"]),
+                    "onprem_over_horizon_usd": float(last["onprem_usd"]),
+                    "breakeven_months": t.breakeven_month, "breakeven_utilization": t.breakeven_utilization})
+    return tuple(out)
+
+
+__all__ = ["Plan", "PlanRow", "solve", "InfeasibleError", "PlannerError"]

@@ -1,0 +1,270 @@
+"""The prediction API: predict one configuration, many configurations, or compare devices.
+
+Every function returns frozen values (Prediction) or a DataFrame built from them; the CLI and the
+app print what these return and compute nothing themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from planner.errors import ConfigError, PlannerError
+from planner.files import finite
+from planner.predict.context import Context, default_context
+from planner.predict.inference import predict_inference
+from planner.predict.prediction import CostOptions, Prediction
+from planner.predict.training import predict_training
+from planner.workload.parallelism import Parallelism
+from planner.workload.zoo import Model, resolve
+
+MODES = ("inference", "training")
+MAX_GPUS = 2**20
+"""Largest deployment accepted (devices): far above any cluster built."""
+MAX_TRAIN_TOKENS = 1e16
+"""Largest training run accepted (tokens): 1,000x the 15T tokens of Llama 3."""
+COMPARE_COLUMNS = ("device", "vendor", "gpus", "tp", "fits", "tier", "batch", "ttft_s", "tpot_s", "latency_s",
+                   "throughput", "band_fraction", "usd_per_h", "usd_per_unit", "j_per_unit", "memory_gb_per_gpu",
+                   "instance", "price_date", "note")
+"""Columns of the compare table, present even when every device fails (then only `note` is filled)."""
+SORT_KEYS = {"cost": ("usd_per_unit", True), "latency": ("latency_s", True), "throughput": ("throughput", False),
+             "energy": ("j_per_unit", True)}
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One configuration to predict; field names are the CLI flags with underscores."""
+
+    model: str
+    device: str
+    mode: str = "inference"
+    gpus: int | None = None
+    tp: int = 1
+    pp: int = 1
+    dp: int | None = None
+    ep: int = 1
+    zero: int = 0
+    batch: int | str = 1
+    input_len: int | None = None
+    output_len: int = 256
+    seq_len: int | None = None
+    image_size: int | None = None
+    global_batch: int | None = None
+    micro_batch: int | None = None
+    microbatches: int | None = None
+    recompute: str = "none"
+    dtype: str = "bf16"
+    instance: str | None = None
+    site: str | None = None
+    pricing: str = "on_demand"
+    utilization: float = 1.0
+    overlap: float = 0.8
+    train_tokens: float | None = None
+
+
+def parallelism(req: Request) -> Parallelism:
+    """The Parallelism of a request: dp from --gpus when not given, checked against it."""
+    for name in ("tp", "pp", "ep"):
+        value = getattr(req, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"--{name} must be a positive integer, got {value!r}")
+    if req.gpus is not None and not isinstance(req.gpus, bool) and isinstance(req.gpus, int) and req.gpus > MAX_GPUS:
+        raise ConfigError(f"--gpus {req.gpus:,} is above the limit of {MAX_GPUS:,}")
+    per_copy = req.tp * req.pp
+    dp = req.dp
+    if req.gpus is not None:
+        if isinstance(req.gpus, bool) or not isinstance(req.gpus, int) or req.gpus < 1:
+            raise ConfigError(f"--gpus must be a positive integer, got {req.gpus!r}")
+        if req.gpus % per_copy:
+            raise ConfigError(f"--gpus {req.gpus} is not a multiple of tp x pp = {per_copy}")
+        if dp is None:
+            dp = req.gpus // per_copy
+        elif dp * per_copy != req.gpus:
+            raise ConfigError(f"--gpus {req.gpus} != tp x pp x dp = {per_copy * dp}")
+    return Parallelism(tp=req.tp, pp=req.pp, dp=dp or 1, ep=req.ep, zero=req.zero, microbatches=req.microbatches,
+                       overlap=req.overlap)
+
+
+def predict(req: Request, ctx: Context | None = None, model: Model | None = None) -> Prediction:
+    """Predict one configuration. The model and the device's Target are resolved here, once; what
+    runs below takes plain values. `req.model` is a zoo id or a config.json path; to predict a
+    `package.module:function` model, resolve it with allow_code=True and pass it as `model`."""
+    _check_numbers(req)
+    ctx = ctx or default_context()
+    model = model or resolve(req.model)
+    target = ctx.target(req.device)
+    par = parallelism(req)
+    cost = CostOptions(req.instance, req.site, req.pricing, req.utilization)
+    if req.mode == "inference":
+        return predict_inference(target, model, par, req.batch, req.input_len, req.output_len, req.seq_len,
+                                 req.image_size, req.dtype, cost)
+    if req.mode == "training":
+        micro = req.micro_batch or (req.batch if isinstance(req.batch, int) else 1)
+        return predict_training(target, model, par, micro, req.global_batch, req.seq_len, req.image_size,
+                                req.dtype, req.recompute, req.train_tokens, cost)
+    raise ConfigError(f"unknown mode '{req.mode}'; valid: {', '.join(MODES)}")
+
+
+def _check_numbers(req: Request) -> None:
+    """Raise ConfigError for a float field that is not finite or out of its range."""
+    finite(req.utilization, "--utilization")
+    if not 0 < req.utilization <= 1:
+        raise ConfigError(f"--utilization must be in (0, 1], got {req.utilization}")
+    finite(req.overlap, "--overlap")
+    if req.train_tokens is not None:
+        tokens = finite(req.train_tokens, "--train-tokens")
+        if not 0 < tokens <= MAX_TRAIN_TOKENS:
+            raise ConfigError(f"--train-tokens must be in (0, {MAX_TRAIN_TOKENS:.0e}], got {req.train_tokens}")
+
+
+def request_from_row(row: dict) -> Request:
+    """A Request from a --configs row (keys are flag names with underscores; 'id' is ignored)."""
+    fields = set(Request.__dataclass_fields__)
+    unknown = sorted(set(row) - fields - {"id"})
+    if unknown:
+        raise ConfigError(f"unknown key(s) {', '.join(unknown)}; valid keys: id, {', '.join(sorted(fields))}")
+    missing = [k for k in ("model", "device") if not row.get(k)]
+    if missing:
+        raise ConfigError(f"missing key(s) {', '.join(missing)}")
+    values = {}
+    ints = {"gpus", "tp", "pp", "dp", "ep", "zero", "input_len", "output_len", "seq_len", "image_size",
+            "global_batch", "micro_batch", "microbatches"}
+    floats = {"utilization", "overlap", "train_tokens"}
+    for key, value in row.items():
+        if key == "id" or value is None or value == "":
+            continue
+        try:
+            if key in ints:
+                values[key] = _int(value, key)
+            elif key in floats:
+                values[key] = finite(value, f"key '{key}'")
+            elif key == "batch":
+                values[key] = "auto" if str(value) == "auto" else _int(value, key)
+            else:
+                values[key] = str(value)
+        except (ValueError, OverflowError):
+            raise ConfigError(f"key '{key}': expected a number, got {value!r}") from None
+    return Request(**values)
+
+
+def _int(value, key: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(key)
+    return value
+
+
+def compare(model: str | Model, devices: list[str] | None = None, mode: str = "inference", batch: int | str = 1,
+            input_len: int | None = None, output_len: int = 256, seq_len: int | None = None,
+            image_size: int | None = None, dtype: str = "bf16", pricing: str = "on_demand",
+            sort: str = "cost", ctx: Context | None = None, **training) -> pd.DataFrame:
+    """One row per device: the smallest tensor-parallel group (within a node) that fits, priced on the
+    cheapest catalog instance. Devices that cannot run the workload get a row with the reason."""
+    ctx = ctx or default_context()
+    resolved = model if isinstance(model, Model) else resolve(model)
+    if sort not in SORT_KEYS:
+        raise ConfigError(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
+    ids = [ctx.device(d).id for d in devices] if devices else sorted(ctx.catalog.devices)
+    rows = []
+    for device_id in ids:
+        device = ctx.device(device_id)
+        rows.append(_best_row(ctx, resolved, device, mode, batch, input_len, output_len, seq_len, image_size, dtype,
+                              pricing, training))
+    frame = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
+    column, ascending = SORT_KEYS[sort]
+    frame["_fits"] = frame["fits"].fillna(False).astype(bool)
+    frame = frame.sort_values(["_fits", column], ascending=[False, ascending], na_position="last").drop(columns="_fits")
+    return frame.reset_index(drop=True)
+
+
+def _tp_candidates(ctx: Context, model: Model, device) -> list[int]:
+    if model.family != "decoder":
+        return [1]
+    limit = max(1, ctx.node_size(device))
+    heads = model.config.num_heads
+    return [t for t in (1, 2, 4, 8, 16) if t <= limit and heads % t == 0
+            and (model.config.num_kv_heads % t == 0 or t % model.config.num_kv_heads == 0)]
+
+
+def _best_row(ctx, model, device, mode, batch, input_len, output_len, seq_len, image_size, dtype, pricing, training):
+    """The smallest tensor-parallel group that fits, replicated to fill the cheapest instance that holds
+    one group (so that no rented device sits idle)."""
+    from planner.predict.cost import cheapest_instance
+
+    base = {"device": device.id, "vendor": device.vendor, "gpus": None, "tp": None, "fits": False, "tier": None}
+    last_error = None
+    prediction = None
+    for tp in _tp_candidates(ctx, model, device):
+        req = Request(model.name, device.id, mode, gpus=tp, tp=tp, batch=batch, input_len=input_len,
+                      output_len=output_len, seq_len=seq_len, image_size=image_size, dtype=dtype, pricing=pricing,
+                      **training)
+        try:
+            prediction = predict(req, ctx, model)
+        except PlannerError as exc:
+            last_error = str(exc)
+            break
+        if prediction.fits:
+            instance = cheapest_instance(ctx.catalog, device, pricing, tp, tp)
+            if instance is not None and instance.device_count >= 2 * tp:
+                filled = replace(req, gpus=instance.device_count // tp * tp, instance=instance.key)
+                try:
+                    prediction = predict(filled, ctx, model)
+                except PlannerError as exc:
+                    # replicas that cannot be timed (no sourced link): report one group, and why
+                    prediction = replace(prediction, notes=prediction.notes + (
+                        f"not filled to {filled.gpus} devices of {instance.key}: {exc}",))
+            break
+    if prediction is None:
+        return {**base, "note": last_error}
+    return {**base, **summary_row(prediction)}
+
+
+def summary_row(p: Prediction) -> dict:
+    """The compare-table row of a prediction: unit-neutral columns for sorting across modes."""
+    m = p.metrics
+    throughput = m.get("throughput_tokens_per_s") or m.get("throughput_samples_per_s") or m.get("tokens_per_s")
+    latency = m.get("latency_s") or m.get("step_time_s")
+    per_unit = m.get("usd_per_million_output_tokens") or m.get("usd_per_thousand_samples")
+    if per_unit is None and p.cost is not None and throughput:
+        per_unit = p.cost.usd_per_h / (throughput * 3600) * 1e6
+    j_per_unit = m.get("j_per_output_token") or m.get("j_per_sample")
+    if j_per_unit is None and throughput:
+        j_per_unit = p.energy_j / (m.get("tokens_per_s", throughput) * m.get("step_time_s", 1.0))
+    return {"gpus": p.gpus, "tp": p.parallelism.tp, "fits": p.fits, "tier": p.tier, "batch": m.get("batch"),
+            "ttft_s": m.get("ttft_s"), "tpot_s": m.get("tpot_s"), "latency_s": latency, "throughput": throughput,
+            "band_fraction": p.band_fraction, "usd_per_h": p.cost.usd_per_h if p.cost else math.nan,
+            "usd_per_unit": per_unit if per_unit is not None else math.nan, "j_per_unit": j_per_unit,
+            "memory_gb_per_gpu": p.memory.total_bytes / 1e9, "instance": p.cost.what if p.cost else None,
+            "price_date": p.cost.price_date if p.cost else None, "note": "; ".join(p.notes) or None}
+
+
+def op_rows(req: Request, ctx: Context | None = None, model: Model | None = None) -> dict[str, list]:
+    """The distinct ops of a request's graphs with predicted times on its device: {"prefill": rows,
+    "decode": rows} for LLM serving (decode at the input length), {"forward": rows} or {"step": rows}."""
+    from planner.predict.inference import prompt_len
+    from planner.predict.timing import op_rows as rows_of
+    from planner.workload.device_graph import device_graph
+    from planner.workload.graphs import Workload
+
+    ctx = ctx or default_context()
+    model = model or resolve(req.model)
+    target = ctx.target(req.device)
+    par = parallelism(req)
+    batch = req.batch if isinstance(req.batch, int) else 1
+    graphs = {}
+    if req.mode == "training":
+        graphs["step"] = Workload("training", req.micro_batch or batch, req.seq_len, image_size=req.image_size,
+                                  dtype=req.dtype)
+    elif model.family == "decoder":
+        prompt = prompt_len(model, req.input_len or req.seq_len, req.output_len, req.dtype)
+        graphs["prefill"] = Workload("prefill", batch, prompt, dtype=req.dtype)
+        graphs["decode"] = Workload("decode", batch, context_len=prompt, dtype=req.dtype)
+    else:
+        graphs["forward"] = Workload("forward", batch, req.seq_len, image_size=req.image_size, dtype=req.dtype)
+    return {name: rows_of(device_graph(model, w, par), target.device, target.efficiency, target.power)
+            for name, w in graphs.items()}

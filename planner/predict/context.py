@@ -1,0 +1,98 @@
+"""What a prediction is made with: the catalog, defaults, power model and calibration profiles
+(Context), and what one device resolves to once (Target).
+
+The API (planner/predict/api.py) resolves a device name into a Target once per request; the
+step timing, memory, energy and cost below it take that plain value and never reach back up.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from planner.errors import UnknownNameError
+from planner.hardware.catalog import Catalog, Device, load_catalog
+from planner.hardware.efficiency import DatasheetEfficiency, Defaults, EfficiencyModel, load_defaults
+from planner.predict.energy import PowerModel
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One device as a prediction needs it, resolved once: its efficiency model, power model,
+    defaults, node size and the catalog that prices it."""
+
+    device: Device
+    efficiency: EfficiencyModel
+    """Measured, transferred or datasheet: its tier decides the uncertainty band."""
+    power: PowerModel
+    defaults: Defaults
+    node_size: int
+    """Devices that talk over the fast link of one server (count)."""
+    catalog: Catalog
+    """Instances, servers, sites and carbon intensities: what pricing and footprint read."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """Catalog, defaults, calibration profiles and models a prediction is made with."""
+
+    catalog: Catalog
+    defaults: Defaults
+    power: PowerModel
+    profiles: dict = field(default_factory=dict)
+    """Calibration profiles by device id (hardware_specs/calibration/)."""
+    _efficiency: dict = field(default_factory=dict, repr=False)
+    _targets: dict = field(default_factory=dict, repr=False)
+
+    def device(self, name: str) -> Device:
+        """A catalog device by id or alias, or a profiled device that is not in the catalog (a CPU)."""
+        try:
+            return self.catalog.device(name)
+        except UnknownNameError as exc:
+            key = name.strip().lower()
+            if key in self.profiles:
+                from planner.hardware.profile import profile_device
+                device = profile_device(self.profiles[key])
+                if device is not None:
+                    return device
+            raise UnknownNameError("device", name, list(exc.valid) + sorted(self.profiles)) from None
+
+    def efficiency(self, device: Device) -> EfficiencyModel:
+        """The efficiency model of `device`: measured (its profile), transferred (a profiled neighbour)
+        or datasheet; its tier decides the uncertainty band."""
+        if device.id not in self._efficiency:
+            from planner.hardware.profile import efficiency_for
+            self._efficiency[device.id] = efficiency_for(device, self.defaults, self.profiles,
+                                                         DatasheetEfficiency(self.defaults))
+        return self._efficiency[device.id]
+
+    def node_size(self, device: Device) -> int:
+        """Devices that talk over the fast link of one server: the scale-up domain, or for PCIe cards
+        the largest catalog instance or on-prem server holding the device."""
+        sizes = [device.devices_per_node]
+        if not device.scaleup_bytes_per_s:
+            sizes += [i.device_count for i in self.catalog.instances_for(device.id)]
+            sizes += [s.device_count for s in self.catalog.servers.values() if s.device_id == device.id]
+        return max(sizes)
+
+    def target(self, device: str | Device) -> Target:
+        """The Target of a device (name, alias or Device), resolved once and cached."""
+        dev = device if isinstance(device, Device) else self.device(device)
+        if dev.id not in self._targets or self._targets[dev.id].device != dev:
+            self._targets[dev.id] = Target(dev, self.efficiency(dev), self.power, self.defaults, self.node_size(dev),
+                                           self.catalog)
+        return self._targets[dev.id]
+
+
+@lru_cache(maxsize=1)
+def default_context() -> Context:
+    """The context built from the shipped hardware_specs/, or from the directory named by the
+    environment variable PLANNER_HARDWARE_SPECS (cached)."""
+    from planner.hardware.profile import load_profiles
+
+    root = os.environ.get("PLANNER_HARDWARE_SPECS") or None
+    catalog = load_catalog(root)
+    profiles = load_profiles(str(Path(root) / "calibration") if root else None)
+    return Context(catalog, load_defaults(), PowerModel.from_catalog(catalog), dict(profiles))

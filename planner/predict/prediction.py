@@ -1,0 +1,149 @@
+"""What every prediction shares: the result it returns (Prediction), how a deployment is priced
+(CostOptions, price) and how the result is assembled with its footprint and notes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.errors import ConfigError
+from planner.predict.context import Target
+from planner.predict.cost import CostBasis, cheapest_instance, cloud_cost, onprem_cost, server_for
+from planner.predict.energy import carbon_kg, facility_kwh
+from planner.predict.memory import MemoryBreakdown
+from planner.units import band, json_safe
+from planner.workload.parallelism import Parallelism
+
+
+@dataclass(frozen=True, slots=True)
+class CostOptions:
+    """How to price a deployment: a cloud instance, an on-prem site, or the cheapest instance."""
+
+    instance: str | None = None
+    site: str | None = None
+    pricing: str = "on_demand"
+    utilization: float = 1.0
+    """On-prem: fraction of hours the servers do useful work."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A prediction of one configuration. Times in s, energy in J, money in USD, bytes in B."""
+
+    model: str
+    device: str
+    gpus: int
+    mode: str
+    dtype: str
+    parallelism: Parallelism
+    tier: str
+    band_fraction: float
+    """Relative half-width of the uncertainty band of every time (throughputs inversely)."""
+    memory: MemoryBreakdown
+    energy_j: float
+    """Device energy of one unit of work of the whole deployment: a batch (inference) or a step."""
+    cost: CostBasis | None
+    metrics: dict[str, float]
+    """Mode-specific figures: batch, ttft_s, tpot_s, latency_s, throughput_tokens_per_s, ... (see as_dict)."""
+    rows: tuple[str, ...]
+    """Catalog rows used, "file:key (date)"."""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.fits
+
+    def band(self, value: float, inverse: bool = False) -> tuple[float, float]:
+        """(low, high) of a time (or, inverse=True, a rate) under this prediction's band."""
+        return band(value, self.band_fraction, inverse)
+
+    def as_dict(self) -> dict:
+        """Flat JSON-ready dict with the keys the CLI promises; an unknown number is None (null)."""
+        out = {"model": self.model, "device": self.device, "gpus": self.gpus, "mode": self.mode, "dtype": self.dtype,
+               "tp": self.parallelism.tp, "pp": self.parallelism.pp, "dp": self.parallelism.dp,
+               "ep": self.parallelism.ep, "zero": self.parallelism.zero, "tier": self.tier,
+               "band_fraction": self.band_fraction, "fits": self.fits,
+               "memory_bytes_per_gpu": self.memory.total_bytes, "memory": self.memory.as_dict(),
+               "energy_j": self.energy_j,
+               "cost_usd_per_h": self.cost.usd_per_h if self.cost else None,
+               "cost_basis": self.cost.what if self.cost else None,
+               "price_date": self.cost.price_date if self.cost else None}
+        out.update(self.metrics)
+        for key in ("ttft_s", "tpot_s", "latency_s", "step_time_s"):
+            if key in self.metrics:
+                out[key.removesuffix("_s") + "_range_s"] = list(self.band(self.metrics[key]))
+        for key in ("throughput_tokens_per_s", "throughput_samples_per_s", "tokens_per_s"):
+            if key in self.metrics:
+                out[key.replace("_per_s", "_range_per_s")] = list(self.band(self.metrics[key], inverse=True))
+        out["catalog_rows"] = list(self.rows + (self.cost.rows if self.cost else ()))
+        out["notes"] = list(self.notes)
+        return json_safe(out)
+
+
+def price(target: Target, devices: int, options: CostOptions, device_power_w: float,
+          group: int = 1) -> CostBasis | None:
+    """The cost basis of `devices` devices whose tensor-parallel groups of `group` must share an instance
+    or server; None when the catalog has no instance with the device that holds a group."""
+    catalog, device = target.catalog, target.device
+    if options.site is not None:
+        site = catalog.site(options.site)
+        server = server_for(catalog, device)
+        if server.device_count < group:
+            raise ConfigError(f"a tensor-parallel group of {group} must fit in one server; {server.id} holds "
+                              f"{server.device_count}")
+        return onprem_cost(server, site, devices, device_power_w, device.tdp_w, options.utilization)
+    if options.instance is not None:
+        instance = catalog.instance(options.instance)
+        if instance.device_id != device.id:
+            raise ConfigError(f"instance {instance.key} holds {instance.device_id}, not {device.id}")
+        if instance.device_count < group:
+            raise ConfigError(f"a tensor-parallel group of {group} must fit in one instance; {instance.key} holds "
+                              f"{instance.device_count}")
+        return cloud_cost(instance, devices, options.pricing)
+    instance = cheapest_instance(catalog, device, options.pricing, devices, group)
+    return cloud_cost(instance, devices, options.pricing) if instance else None
+
+
+def _footprint(target: Target, basis, metrics: dict, energy_j: float, per: str, scale: float, notes: list) -> None:
+    """Add facility kWh (PUE applied) and kg CO2e at the regional intensity for `scale` x the unit of work."""
+    if basis is None or energy_j != energy_j:
+        return
+    pue = basis.pue
+    if pue is None:
+        pue = 1.0
+        notes.append("cloud facility overhead (PUE) is not in the catalog: kWh and carbon count device energy only")
+    kwh = facility_kwh(energy_j * scale, pue)
+    metrics[f"kwh_per_{per}"] = kwh
+    intensity = basis.carbon_kg_per_kwh
+    if intensity is None and basis.region:
+        intensity = target.catalog.carbon_kg_per_kwh.get(basis.region)
+    if intensity is None:
+        notes.append(f"no grid carbon intensity for region {basis.region!r} in carbon.csv: no carbon figure")
+        return
+    metrics[f"carbon_kg_per_{per}"] = carbon_kg(kwh, intensity)
+    metrics["carbon_kg_co2e_per_kwh"] = intensity
+
+
+def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: str,
+                    memory: MemoryBreakdown, energy_j: float, basis: CostBasis | None, metrics: dict) -> Prediction:
+    """Assemble a Prediction: energy footprint per job, notes on what is missing, tier and rows used."""
+    device, eff = target.device, target.efficiency
+    notes = []
+    if "j_per_output_token" in metrics:
+        _footprint(target, basis, metrics, metrics["j_per_output_token"], "million_output_tokens", 1e6, notes)
+    elif "j_per_sample" in metrics:
+        _footprint(target, basis, metrics, metrics["j_per_sample"], "thousand_samples", 1e3, notes)
+    elif "energy_to_train_j" in metrics:
+        _footprint(target, basis, metrics, metrics["energy_to_train_j"], "training_run", 1.0, notes)
+    elif "j_per_step" in metrics:
+        _footprint(target, basis, metrics, metrics["j_per_step"], "step", 1.0, notes)
+    if not device.tdp_w:
+        notes.append(f"{device.id} has no sourced TDP: energy is not predicted")
+    if basis is None:
+        notes.append(f"no catalog instance holds {device.id}: no cost (pass --site for on-prem)")
+    elif basis.excluded:
+        notes.append("cost excludes: " + "; ".join(basis.excluded))
+    if not memory.fits:
+        notes.append(f"does not fit: {memory.total_bytes / 1e9:.1f} GB needed per device, "
+                     f"{memory.capacity_bytes / 1e9:.1f} GB usable; short by {memory.shortfall_bytes / 1e9:.1f} GB")
+    return Prediction(model.name, device.id, par.devices, mode, dtype, par, eff.tier, eff.band_fraction, memory,
+                      energy_j, basis, metrics, (f"devices.csv:{device.id} ({device.date})",), tuple(notes))

@@ -1,0 +1,74 @@
+"""Per-op time on a device: the roofline with efficiencies and a per-kernel overhead.
+
+    time = max(FLOP / (peak for the op's dtype x compute efficiency),
+               bytes / (memory bandwidth x memory efficiency)) + per-kernel overhead
+
+Matrix-engine ops (matmul, conv, attention) use the device's dense peak for the op's dtype;
+vector ops (elementwise, norms, reductions, ...) use its fp32 vector peak. Each op is labelled
+by what bounds it: compute, memory, or overhead (the fixed cost exceeds both).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.hardware.catalog import Device
+from planner.hardware.efficiency import EfficiencyModel
+from planner.workload.capture import OpRecord
+from planner.workload.counting import OpCost
+
+MATRIX_CATEGORIES = frozenset({"matmul", "conv", "attention"})
+
+
+@dataclass(frozen=True, slots=True)
+class OpTime:
+    """Predicted time of one op, and its parts."""
+
+    time_s: float
+    """max(compute_s, memory_s) + overhead_s."""
+    compute_s: float
+    memory_s: float
+    overhead_s: float
+    bound: str
+    """"compute", "memory", "overhead" or "none" (a view: no kernel)."""
+    peak_flop_per_s: float
+    """The peak the compute term used."""
+
+
+def op_dtype(rec: OpRecord, graph_dtype: str) -> str:
+    """The dtype an op computes in: the workload's, or fp32 for ops on fp32 tensors (tf32 if asked)."""
+    for value in rec.tensors():
+        if value.dtype in ("float32", "float64") and value.bits >= 32:
+            return "tf32" if graph_dtype == "tf32" else "fp32"
+        if value.dtype in ("bfloat16", "float16", "float32"):
+            return graph_dtype
+    return graph_dtype
+
+
+def vector_peak(device: Device, graph_dtype: str) -> float:
+    """The rate of vector (non-matrix) work: the fp32 peak, or where none is sourced (Gaudi, TPU,
+    Trainium) the workload dtype's peak, an upper bound that only matters for the rare vector op
+    that is not memory-bound."""
+    if "fp32" in device.peak_flop_per_s:
+        return device.peak("fp32")
+    return device.peak(graph_dtype)
+
+
+def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device: Device,
+            efficiency: EfficiencyModel) -> OpTime:
+    """Predict one op's time on `device` (seconds)."""
+    compute_eff, memory_eff, overhead = efficiency.efficiencies(rec, category, device)
+    if category == "view":
+        # no kernel; on a CPU the dispatcher still costs a microsecond or so (measured by calibration)
+        return OpTime(overhead, 0.0, 0.0, overhead, "overhead" if overhead else "none", 0.0)
+    if category in MATRIX_CATEGORIES:
+        peak = device.peak(op_dtype(rec, graph_dtype))
+    else:
+        peak = vector_peak(device, graph_dtype)
+    compute = cost.flop / (peak * compute_eff) if cost.flop else 0.0
+    memory = cost.bytes / (device.mem_bytes_per_s * memory_eff) if cost.bytes else 0.0
+    if overhead > max(compute, memory):
+        bound = "overhead"
+    else:
+        bound = "compute" if compute >= memory else "memory"
+    return OpTime(max(compute, memory) + overhead, compute, memory, overhead, bound, peak)

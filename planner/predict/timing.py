@@ -1,0 +1,115 @@
+"""Time and energy of a device graph's pipeline stages on one device.
+
+Each distinct op is timed by the roofline (planner/predict/roofline.py) and drawn power by the energy
+model (planner/predict/energy.py); a stage is the sum of its parts, counts applied. No communication here:
+planner/predict/inference.py and planner/predict/training.py add collectives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.hardware.catalog import Device
+from planner.hardware.efficiency import EfficiencyModel
+from planner.predict.energy import PowerModel
+from planner.predict.roofline import op_time
+from planner.workload.device_graph import DeviceGraph, Part
+
+
+@dataclass(frozen=True, slots=True)
+class StageTime:
+    """Compute time and energy of one pipeline stage on one device, per step of its graph."""
+
+    time_s: float
+    """Sum of op times."""
+    energy_j: float
+    """Device energy over those ops (not including idle time while waiting on others)."""
+    flop: float
+    bytes: float
+    """Bytes read plus written."""
+    bound_s: dict[str, float]
+    """Seconds of ops bound by compute, memory and overhead."""
+    breakdown_s: dict[tuple[str, str], float]
+    """Seconds by (phase, category), e.g. ("forward", "attention")."""
+    phase_energy_j: dict[str, float]
+    """Joules by phase."""
+
+    def phase_s(self, phase: str) -> float:
+        """Seconds of the ops of one phase ("forward", "backward", "optimizer")."""
+        return sum(t for (p, _), t in self.breakdown_s.items() if p == phase)
+
+
+@dataclass(frozen=True, slots=True)
+class OpRow:
+    """One distinct op of a device graph with its predicted time: the --ops table."""
+
+    role: str
+    op: str
+    category: str
+    count: int
+    flop: float
+    bytes: float
+    time_s: float
+    """Per call."""
+    bound: str
+    energy_j: float
+    """Per call."""
+
+
+def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel):
+    time = energy = flop = nbytes = 0.0
+    bound: dict[str, float] = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
+    breakdown: dict[tuple[str, str], float] = {}
+    phase_energy: dict[str, float] = {}
+    rows = []
+    for op in part.ops:
+        t = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
+        if t.bound == "none":
+            continue
+        e = power.op_energy_j(t, device)
+        time += t.time_s * op.count
+        energy += e * op.count
+        flop += op.cost.flop * op.count
+        nbytes += op.cost.bytes * op.count
+        bound[t.bound] += t.time_s * op.count
+        key = (op.record.phase, op.category)
+        breakdown[key] = breakdown.get(key, 0.0) + t.time_s * op.count
+        phase_energy[op.record.phase] = phase_energy.get(op.record.phase, 0.0) + e * op.count
+        rows.append(OpRow(op.record.module, op.record.op, op.category, op.count, op.cost.flop, op.cost.bytes,
+                          t.time_s, t.bound, e))
+    return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy
+
+
+def stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel) -> list[StageTime]:
+    """StageTime of each pipeline stage of `dg` on `device`."""
+    cache = {}
+    for role, part in (("first", dg.first), ("layer", dg.layer), ("last", dg.last)):
+        cache[role] = _part_time(part, dg, device, efficiency, power)
+    stages = []
+    for stage in range(dg.parallelism.pp):
+        time = energy = flop = nbytes = 0.0
+        bound = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
+        breakdown: dict[tuple[str, str], float] = {}
+        phase_energy: dict[str, float] = {}
+        for part, n in dg.stage_parts(stage):
+            role = "layer" if part is dg.layer else ("first" if part is dg.first else "last")
+            t, e, f, b, bnd, _, brk, pe = cache[role]
+            time, energy, flop, nbytes = time + n * t, energy + n * e, flop + n * f, nbytes + n * b
+            for k in bound:
+                bound[k] += n * bnd[k]
+            for k, v in brk.items():
+                breakdown[k] = breakdown.get(k, 0.0) + n * v
+            for k, v in pe.items():
+                phase_energy[k] = phase_energy.get(k, 0.0) + n * v
+        stages.append(StageTime(time, energy, flop, nbytes, bound, breakdown, phase_energy))
+    return stages
+
+
+def op_rows(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel) -> list[OpRow]:
+    """Every distinct op of `dg` with its time on `device`; layer ops' counts include all layers."""
+    rows = []
+    for part, times in ((dg.first, 1), (dg.layer, dg.num_layers), (dg.last, 1)):
+        for row in _part_time(part, dg, device, efficiency, power)[5]:
+            rows.append(OpRow(row.role, row.op, row.category, row.count * times, row.flop, row.bytes, row.time_s,
+                              row.bound, row.energy_j))
+    return rows

@@ -1,0 +1,127 @@
+"""Training: step time, tokens/s, samples/s, MFU, memory, time and cost to train on N tokens.
+
+One step processes the global batch G = micro_batch · dp · M in M micro-batches per pipeline:
+    per micro-batch on a stage  t_mb = forward + backward (+ recompute) + TP/EP comm (forward and
+                                backward) + pipeline hops (activation forward, gradient back)
+    pipeline (1F1B)             (M + pp − 1) · max over stages of t_mb     (bubble (pp−1)/(M+pp−1))
+    optimizer                   the stage's fused AdamW update once per step (/dp under ZeRO >= 1)
+    data parallel               gradients: all-reduce (ZeRO 0) or reduce-scatter + all-gather of
+                                weights (ZeRO 1-2); ZeRO-3 also all-gathers weights in forward and
+                                backward; a share `overlap` of it hides behind the backward pass
+    step = pipeline + optimizer + exposed data-parallel communication
+Recompute: "full" re-runs each layer's forward in backward; "selective" re-runs attention only
+(with fused attention the scores were never stored, so it saves little memory).
+MFU = model FLOP of forward and backward (no recompute) per step / (step · devices · dense peak).
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.errors import ConfigError
+from planner.predict.context import Target
+from planner.predict.memory import stage_params, training_memory
+from planner.predict.parallel import collective_time_s, layer_comm_s, pipeline_hop_s
+from planner.predict.prediction import CostOptions, Prediction, make_prediction, price
+from planner.predict.timing import stage_times
+from planner.workload.device_graph import device_graph
+from planner.workload.dtypes import get_dtype
+from planner.workload.graphs import Workload, resolve_workload
+from planner.workload.parallelism import MAX_DEGREE, Parallelism, validate
+from planner.workload.zoo import Model
+
+RECOMPUTE = ("none", "selective", "full")
+
+
+def predict_training(target: Target, model: Model, par: Parallelism, micro_batch: int = 1,
+                     global_batch: int | None = None, seq_len: int | None = None, image_size: int | None = None,
+                     dtype: str = "bf16", recompute: str = "none", train_tokens: float | None = None,
+                     cost: CostOptions = CostOptions()) -> Prediction:
+    """Predict a training step of `model` on `par.devices` devices of `target.device`."""
+    device, defaults, node = target.device, target.defaults, target.node_size
+    validate(par, model.family, model.config)
+    if recompute not in RECOMPUTE:
+        raise ConfigError(f"--recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
+    if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch < 1:
+        raise ConfigError(f"--micro-batch must be a positive integer, got {micro_batch!r}")
+    if global_batch is not None:
+        if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
+            raise ConfigError(f"--global-batch must be a positive integer, got {global_batch!r}")
+        if global_batch % (micro_batch * par.dp):
+            raise ConfigError(f"--global-batch {global_batch} is not a multiple of micro-batch x dp = "
+                              f"{micro_batch * par.dp}")
+        microbatches = global_batch // (micro_batch * par.dp)
+        if microbatches > MAX_DEGREE:
+            raise ConfigError(f"--global-batch {global_batch:,} makes {microbatches:,} micro-batches per step; the limit "
+                              f"is {MAX_DEGREE:,} (raise --micro-batch)")
+    else:
+        microbatches = par.microbatches or (4 * par.pp if par.pp > 1 else 1)
+    workload = resolve_workload(model, Workload("training", micro_batch, seq_len, image_size=image_size, dtype=dtype))
+    step_graph = device_graph(model, workload, par)
+    stages = stage_times(step_graph, device, target.efficiency, target.power)
+    tokens = micro_batch * (workload.seq_len or 1)
+    samples = micro_batch * par.dp * microbatches
+
+    per_mb = []
+    for s, st in enumerate(stages):
+        forward, backward = st.phase_s("forward"), st.phase_s("backward")
+        if recompute == "full":
+            backward += forward
+        elif recompute == "selective":
+            backward += st.breakdown_s.get(("forward", "attention"), 0.0)
+        comm = layer_comm_s(step_graph, s, tokens, device, defaults, node,
+                            passes=3 if recompute == "full" else 2)
+        per_mb.append(forward + backward + comm)
+    hop = pipeline_hop_s(step_graph, tokens, device, defaults, node)
+    slowest = max(per_mb) + (2 * hop if par.pp > 1 else 0.0)
+    pipeline = (microbatches + par.pp - 1) * slowest
+    optimizer = max(st.phase_s("optimizer") for st in stages) / (par.dp if par.zero >= 1 else 1)
+
+    # data-parallel communication of the largest stage's gradients (and weights under ZeRO)
+    grad_bytes = max(stage_params(step_graph, s) for s in range(par.pp)) * get_dtype(dtype).bits / 8
+    per_node = max(1, node // par.model_devices)
+    dp_comm = 0.0
+    if par.dp > 1:
+        if par.zero == 0:
+            dp_comm = collective_time_s("allreduce", grad_bytes, par.dp, device, defaults, per_node)
+        else:
+            rs = collective_time_s("reducescatter", grad_bytes, par.dp, device, defaults, per_node)
+            ag = collective_time_s("allgather", grad_bytes, par.dp, device, defaults, per_node)
+            dp_comm = rs + ag + (2 * microbatches * ag if par.zero == 3 else 0.0)
+    backward_total = microbatches * max(st.phase_s("backward") for st in stages)
+    exposed = dp_comm - min(par.overlap * dp_comm, backward_total)
+    step = pipeline + optimizer + exposed
+
+    # model FLOP: forward and backward of the unsharded model, per micro-batch, x micro-batches x dp
+    whole = device_graph(model, workload, Parallelism())
+    model_flop = sum(op.cost.flop * op.count * (whole.num_layers if part is whole.layer else 1)
+                     for part in (whole.first, whole.layer, whole.last) for op in part.ops
+                     if op.record.phase in ("forward", "backward")) * microbatches * par.dp
+    peak = device.peak(dtype)
+    mfu = model_flop / (step * par.devices * peak)
+
+    memory = training_memory(step_graph, par.dp, par.zero, microbatches, recompute, device, defaults)
+    idle = target.power.idle_w(device)
+    busy = [microbatches * st.time_s - microbatches * st.phase_s("optimizer") + st.phase_s("optimizer") for st in stages]
+    op_energy = [microbatches * (st.energy_j - st.phase_energy_j.get("optimizer", 0.0))
+                 + st.phase_energy_j.get("optimizer", 0.0) for st in stages]
+    energy_j = par.dp * par.tp * sum(e + idle * max(0.0, step - b) for b, e in zip(busy, op_energy))
+    avg_power = energy_j / (par.devices * step)
+    basis = price(target, par.devices, cost, avg_power, par.tp)
+    tokens_per_step = samples * (workload.seq_len or 1)
+    metrics = {"micro_batch": micro_batch, "global_batch": samples, "microbatches": microbatches,
+               "seq_len": workload.seq_len, "step_time_s": step, "tokens_per_s": tokens_per_step / step,
+               "samples_per_s": samples / step, "mfu": mfu, "model_flop_per_step": model_flop,
+               "pipeline_bubble_fraction": (par.pp - 1) / (microbatches + par.pp - 1),
+               "dp_comm_exposed_s": exposed, "optimizer_s": optimizer, "average_power_w_per_gpu": avg_power,
+               "j_per_step": energy_j}
+    if train_tokens is not None:
+        if not 0 < train_tokens < math.inf:
+            raise ConfigError(f"--train-tokens must be positive, got {train_tokens}")
+        steps = math.ceil(train_tokens / tokens_per_step)
+        metrics["train_tokens"] = train_tokens
+        metrics["time_to_train_s"] = steps * step
+        metrics["energy_to_train_j"] = steps * energy_j
+        if basis is not None:
+            metrics["cost_to_train_usd"] = steps * step / 3600 * basis.usd_per_h
+    return make_prediction(target, model, par, "training", dtype, memory, energy_j, basis, metrics)

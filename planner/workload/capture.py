@@ -1,0 +1,352 @@
+"""Capture the aten-level op graph of a PyTorch workload on meta tensors.
+
+A model built on the meta device holds no storage, so running it costs no memory whatever its
+size; a TorchDispatchMode sees every aten op below autograd (forward and backward) and records
+its name, owning module, phase, arguments (tensors as shapes, dtypes and touched elements) and
+outputs. Nothing is sampled: every op that runs is recorded.
+
+Three substitutions make the captured graph the one a serving or training engine runs:
+- scaled_dot_product_attention is routed to the fused flash-attention aten op (on meta, torch
+  would otherwise decompose it into bmm + softmax, which reads and writes the score matrix);
+- rms_norm is recorded as one fused kernel each way, `aten._fused_rms_norm` and its backward,
+  as torch's CUDA kernel, Apex and TransformerEngine run it (on meta it decomposes into six fp32
+  elementwise ops, each a round trip through memory);
+- the AdamW update is the fused multi-tensor op `_fused_adamw_` (see planner/workload/graphs.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.module_tracker import ModuleTracker
+
+PHASES = ("forward", "backward", "optimizer")
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMeta:
+    """Shape and storage facts of one tensor argument or result."""
+
+    shape: tuple[int, ...]
+    """Sizes of each dimension."""
+    dtype: str
+    """torch dtype name as captured, e.g. "bfloat16"."""
+    bits: int
+    """Width of one element in bits as counted (the workload's logical dtype for its floats)."""
+    touched: int
+    """Distinct storage elements addressed: dimensions with stride 0 (broadcast) count once."""
+    col_major: bool = False
+    """The last two dimensions are stored transposed (stride 1 along rows): an nn.Linear weight as
+    mm sees it. Kernels run such operands at different speeds, so calibration tells them apart."""
+
+    @property
+    def numel(self) -> int:
+        """Number of logical elements (product of the shape)."""
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def bytes(self) -> float:
+        """Bytes of storage touched: touched elements x bits / 8."""
+        return self.touched * self.bits / 8
+
+
+@dataclass(frozen=True, slots=True)
+class OpRecord:
+    """One executed aten op."""
+
+    op: str
+    """Overload name, e.g. "aten.mm.default"."""
+    packet: str
+    """Op name without overload, e.g. "aten.mm": the key of the counting registry."""
+    module: str
+    """Fully qualified name of the innermost module running it ("" for the top level)."""
+    phase: str
+    """"forward", "backward" or "optimizer"."""
+    args: tuple[tuple[str, Any], ...]
+    """(schema argument name, value); tensors as TensorMeta, tensor lists as tuples of them."""
+    outputs: tuple[TensorMeta, ...]
+    """Tensor results, flattened in order."""
+    mutates: tuple[str, ...]
+    """Names of arguments the op writes in place (from its schema)."""
+    is_view: bool
+    """True when every result aliases an input without writing it (a view or metadata op)."""
+
+    def arg(self, name: str, default: Any = None) -> Any:
+        """Return the argument called `name` in the op's schema, or `default` if absent."""
+        for key, value in self.args:
+            if key == name:
+                return value
+        return default
+
+    def tensors(self) -> list[TensorMeta]:
+        """Return every tensor argument, tensor lists flattened, in schema order."""
+        found: list[TensorMeta] = []
+        for _, value in self.args:
+            if isinstance(value, TensorMeta):
+                found.append(value)
+            elif isinstance(value, tuple):
+                found.extend(v for v in value if isinstance(v, TensorMeta))
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class OpGraph:
+    """The ops of one workload, in execution order, with what produced them."""
+
+    records: tuple[OpRecord, ...]
+    """Every executed aten op."""
+    dtype: str
+    """Logical dtype name the floats are counted at, e.g. "bf16"."""
+    saved_bytes: tuple[tuple[str, float], ...] = ()
+    """(module, bytes) of activations autograd saved for backward, each tensor once, parameters
+    excluded: what a training step holds between its forward and backward."""
+
+
+def _touched(t: torch.Tensor) -> int:
+    # Broadcast (stride-0) dimensions address the same storage: count them once.
+    n = 1
+    for size, stride in zip(t.shape, t.stride()):
+        if stride != 0:
+            n *= size
+    return n if t.numel() else 0
+
+
+class _Recorder(TorchDispatchMode):
+    """Records every aten op that reaches the dispatcher."""
+
+    def __init__(self, tracker: ModuleTracker, capture_dtype: torch.dtype, logical_bits: int):
+        super().__init__()
+        self.records: list[OpRecord] = []
+        self.phase = "forward"
+        self._tracker = tracker
+        self._capture_dtype = capture_dtype
+        self._logical_bits = logical_bits
+        self._schema_cache: dict[Any, tuple[tuple[str, ...], tuple[str, ...], bool]] = {}
+        self.module_override: str | None = None
+        self.paused = False
+
+    def _meta(self, t: torch.Tensor) -> TensorMeta:
+        bits = self._logical_bits if t.dtype == self._capture_dtype else t.element_size() * 8
+        col_major = t.dim() >= 2 and t.stride(-2) == 1 and t.stride(-1) != 1 and t.shape[-1] > 1
+        return TensorMeta(tuple(t.shape), str(t.dtype).removeprefix("torch."), bits, _touched(t), col_major)
+
+    def _value(self, v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return self._meta(v)
+        if isinstance(v, (list, tuple)):
+            return tuple(self._value(x) for x in v)
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        return str(v)
+
+    def _schema(self, func) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+        cached = self._schema_cache.get(func)
+        if cached is None:
+            schema = func._schema
+            names = tuple(a.name for a in schema.arguments)
+            mutates = tuple(a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write)
+            rets = schema.returns
+            is_view = bool(rets) and not mutates and all(
+                r.alias_info is not None and not r.alias_info.is_write for r in rets)
+            cached = (names, mutates, is_view)
+            self._schema_cache[func] = cached
+        return cached
+
+    def _module(self) -> str:
+        if self.module_override is not None:
+            return self.module_override
+        parents = self._tracker.parents
+        inner = max(parents, key=lambda n: (n.count("."), len(n)))
+        if inner == "Global":
+            return ""
+        _, _, fqn = inner.partition(".")
+        return fqn
+
+    def current_phase(self) -> str:
+        if self.phase == "forward" and self._tracker.is_bw:
+            return "backward"
+        return self.phase
+
+    def synthetic(self, op: str, args: tuple[tuple[str, Any], ...], outputs: tuple[torch.Tensor, ...]) -> None:
+        """Record a fused kernel that torch runs as one op on the device but decomposes on meta."""
+        self.records.append(OpRecord(op=op, packet=op.rsplit(".", 1)[0], module=self._module(),
+                                     phase=self.current_phase(), args=tuple((k, self._value(v)) for k, v in args),
+                                     outputs=tuple(self._meta(o) for o in outputs), mutates=(), is_view=False))
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self.paused:
+            return out
+        names, mutates, is_view = self._schema(func)
+        values = list(zip(names, args)) + [(k, kwargs[k]) for k in names if k in kwargs]
+        flat_out = out if isinstance(out, (tuple, list)) else (out,)
+        phase = self.current_phase()
+        self.records.append(OpRecord(
+            op=str(func),
+            packet=str(func.overloadpacket),
+            module=self._module(),
+            phase=phase,
+            args=tuple((k, self._value(v)) for k, v in values),
+            outputs=tuple(self._meta(o) for o in flat_out if isinstance(o, torch.Tensor)),
+            mutates=mutates,
+            is_view=is_view,
+        ))
+        return out
+
+
+def _fused_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Run attention as the fused flash-attention kernel; with a mask, the memory-efficient one.
+
+    Shapes: query [B, Hq, Sq, D], key/value [B, Hkv, Sk, D]; Hkv divides Hq (grouped-query
+    attention is native in the fused kernels: K and V are never repeated in memory).
+    """
+    if attn_mask is None:
+        out = torch.ops.aten._scaled_dot_product_flash_attention(
+            query, key, value, dropout_p, is_causal, False, scale=scale)
+        return out[0]
+    out = torch.ops.aten._scaled_dot_product_efficient_attention(
+        query, key, value, attn_mask, False, dropout_p, is_causal, scale=scale)
+    return out[0]
+
+
+class _FusedRMSNorm(torch.autograd.Function):
+    """RMS norm as one kernel each way: y = x·rsqrt(mean(x²) + eps)·w; saves x and rstd [.., 1] fp32."""
+
+    @staticmethod
+    def forward(ctx, x, weight, normalized_shape, eps, recorder):
+        recorder.paused = True
+        try:
+            dims = tuple(range(-len(normalized_shape), 0))
+            rstd = torch.rsqrt(x.float().pow(2).mean(dims, keepdim=True) + (eps or 1e-6))
+            y = (x.float() * rstd).to(x.dtype)
+            if weight is not None:
+                y = y * weight
+        finally:
+            recorder.paused = False
+        recorder.synthetic("aten._fused_rms_norm.default", (("input", x), ("normalized_shape", tuple(normalized_shape)),
+                                                            ("weight", weight), ("eps", eps)), (y, rstd))
+        ctx.recorder = recorder
+        ctx.has_weight = weight is not None
+        ctx.save_for_backward(x, weight, rstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, rstd = ctx.saved_tensors
+        recorder = ctx.recorder
+        recorder.paused = True
+        try:
+            grad_x = torch.empty_like(x)
+            grad_w = torch.empty_like(weight) if ctx.has_weight else None
+        finally:
+            recorder.paused = False
+        outputs = (grad_x,) + ((grad_w,) if grad_w is not None else ())
+        recorder.synthetic("aten._fused_rms_norm_backward.default",
+                           (("grad_out", grad), ("input", x), ("rstd", rstd), ("weight", weight)), outputs)
+        return grad_x, grad_w, None, None, None
+
+
+class _FusedAttention(TorchFunctionMode):
+    """Routes F.scaled_dot_product_attention and F.rms_norm to fused kernels while capturing."""
+
+    def __init__(self, recorder: _Recorder):
+        super().__init__()
+        self._recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.scaled_dot_product_attention:
+            return _fused_sdpa(*args, **kwargs)
+        if func is F.rms_norm:
+            x, shape = args[0], args[1]
+            weight = args[2] if len(args) > 2 else kwargs.get("weight")
+            eps = args[3] if len(args) > 3 else kwargs.get("eps")
+            if x.device.type == "meta":
+                return _FusedRMSNorm.apply(x, weight, tuple(shape), eps, self._recorder)
+        return func(*args, **kwargs)
+
+
+@dataclass
+class Capture:
+    """Handle given to the body of `capturing`: set `phase` to "optimizer" around the update."""
+
+    _recorder: _Recorder
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Label the ops run inside the block with phase `name` (one of PHASES)."""
+        previous = self._recorder.phase
+        self._recorder.phase = name
+        try:
+            yield
+        finally:
+            self._recorder.phase = previous
+
+    @contextlib.contextmanager
+    def module(self, name: str) -> Iterator[None]:
+        """Attribute the ops run inside the block to module `name` (e.g. an optimizer step per layer)."""
+        previous = self._recorder.module_override
+        self._recorder.module_override = name
+        try:
+            yield
+        finally:
+            self._recorder.module_override = previous
+
+
+class _SavedTensors:
+    """Sums the bytes autograd saves for backward, per module, each tensor once, weights excluded."""
+
+    def __init__(self, recorder: _Recorder, exclude: set[int]):
+        self.by_module: dict[str, float] = {}
+        self._seen: set[int] = set(exclude)
+        self._keep: list[torch.Tensor] = []  # keeps ids unique while the capture runs
+        self._recorder = recorder
+
+    def pack(self, t: torch.Tensor) -> torch.Tensor:
+        base = t._base if t._base is not None else t
+        if id(base) not in self._seen and base.device.type == "meta":
+            self._seen.add(id(base))
+            self._keep.append(base)
+            meta = self._recorder._meta(base)
+            module = self._recorder._module()
+            self.by_module[module] = self.by_module.get(module, 0.0) + meta.numel * meta.bits / 8
+        return t
+
+    @staticmethod
+    def unpack(t: torch.Tensor) -> torch.Tensor:
+        return t
+
+
+@contextlib.contextmanager
+def capturing(capture_dtype: torch.dtype, logical_bits: int,
+              parameters: tuple[torch.Tensor, ...] = ()) -> Iterator[tuple[Capture, list[OpRecord], dict[str, float]]]:
+    """Record every aten op run inside the block.
+
+    Yields (handle, records, saved): `records` fills as ops run; `saved` maps module -> bytes of
+    activations saved for backward (`parameters` are not activations). Floats of `capture_dtype`
+    are counted at `logical_bits` per element; other tensors at their own width.
+    """
+    tracker = ModuleTracker()
+    recorder = _Recorder(tracker, capture_dtype, logical_bits)
+    saved = _SavedTensors(recorder, {id(p) for p in parameters})
+    with tracker, _FusedAttention(recorder), recorder, torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
+        yield Capture(recorder), recorder.records, saved.by_module
+
+
+def capture(fn: Callable[[Capture], Any], capture_dtype: torch.dtype, logical_bits: int, dtype: str,
+            parameters: tuple[torch.Tensor, ...] = ()) -> OpGraph:
+    """Run `fn(handle)` under capture and return its OpGraph (ops in execution order)."""
+    with capturing(capture_dtype, logical_bits, parameters) as (handle, records, saved):
+        fn(handle)
+    return OpGraph(records=tuple(records), dtype=dtype, saved_bytes=tuple(saved.items()))

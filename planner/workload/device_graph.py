@@ -1,0 +1,177 @@
+"""The graph one device runs, folded by layer: first part + num_layers x one layer + last part.
+
+The transformer layers of a model are identical, so the graph of an L-layer model is the graph of
+a 1-layer model with its layer part counted L times. This is exact, not sampled: tests compare it
+with full captures. Models whose blocks differ (ResNet) or are unknown (custom) are captured whole.
+Equal ops are merged into one signature with a count, so a prediction loops over ~100 distinct
+ops instead of ~10,000.
+
+Roles: "layer" (module layers.0.*), "first" (ops before the layers in forward and after them in
+backward: embeddings, on the first pipeline stage), "last" (final norm, head, loss: last stage).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from planner.workload.capture import OpRecord
+from planner.workload.counting import OpCost, classify, pointwise_packets
+from planner.workload.graphs import Workload, build_graph
+from planner.workload.parallelism import Parallelism, shard_config
+from planner.workload.zoo import Model
+
+ROLES = ("first", "layer", "last")
+
+
+@dataclass(frozen=True, slots=True)
+class CostedOp:
+    """A distinct op signature (module replaced by its role), its cost and how often it runs."""
+
+    record: OpRecord
+    category: str
+    cost: OpCost
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """The ops, parameters and saved activations of one role."""
+
+    ops: tuple[CostedOp, ...]
+    params: int
+    """Parameters stored on the device for this part."""
+    saved_bytes: float
+    """Activation bytes saved for backward (training), per micro-batch."""
+
+    def total(self) -> OpCost:
+        """Sum of the part's op costs, counts applied."""
+        t = OpCost()
+        for op in self.ops:
+            t = t + OpCost(op.cost.flop * op.count, op.cost.bytes_read * op.count, op.cost.bytes_written * op.count)
+        return t
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceGraph:
+    """What one device of a tp x ep shard runs for a workload."""
+
+    model: Model
+    workload: Workload
+    parallelism: Parallelism
+    config: object
+    """The sharded architecture config (None for custom models)."""
+    first: Part
+    layer: Part
+    last: Part
+    num_layers: int
+    """Layers of the whole model (0 when captured whole: everything is in `first`)."""
+    dtype: str
+
+    def layers_on_stage(self, stage: int) -> int:
+        """Layers of pipeline stage `stage` (the first stages take the remainder)."""
+        base, extra = divmod(self.num_layers, self.parallelism.pp)
+        return base + (1 if stage < extra else 0)
+
+    def stage_parts(self, stage: int) -> list[tuple[Part, int]]:
+        """(part, multiplicity) run by pipeline stage `stage`."""
+        parts = [(self.layer, self.layers_on_stage(stage))]
+        if stage == 0:
+            parts.append((self.first, 1))
+        if stage == self.parallelism.pp - 1:
+            parts.append((self.last, 1))
+        return [(p, n) for p, n in parts if n]
+
+    def total(self) -> OpCost:
+        """Cost of the whole tp x ep shard (all stages)."""
+        layer = self.layer.total()
+        return self.first.total() + self.last.total() + OpCost(layer.flop * self.num_layers,
+                                                               layer.bytes_read * self.num_layers,
+                                                               layer.bytes_written * self.num_layers)
+
+
+def _foldable(model: Model) -> bool:
+    return model.family in ("decoder", "encoder") or (model.family == "vision" and hasattr(model.config, "patch_size"))
+
+
+def _roles(records: tuple[OpRecord, ...]) -> list[str]:
+    roles, seen_forward_layer, seen_backward_layer = [], False, False
+    first_modules: set[str] = set()
+    for rec in records:
+        top = rec.module.split(".")[0]
+        if top == "layers":
+            role = "layer"
+            seen_forward_layer |= rec.phase == "forward"
+            seen_backward_layer |= rec.phase == "backward"
+        elif rec.phase == "forward":
+            role = "last" if seen_forward_layer else "first"
+            if role == "first" and top:
+                first_modules.add(top)
+        elif rec.phase == "backward":
+            role = "first" if seen_backward_layer else "last"
+        else:
+            role = "first" if top in first_modules else "last"
+        roles.append(role)
+    return roles
+
+
+@lru_cache(maxsize=512)
+def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceGraph:
+    par = Parallelism(tp=tp, ep=ep)
+    config = None
+    num_layers = 0
+    if model.family == "decoder":
+        config = shard_config(model.config, par)
+    elif model.config is not None:
+        config = model.config
+    fold = _foldable(model)
+    if fold:
+        num_layers = config.num_layers
+        captured = build_graph(replace(model, config=replace(config, num_layers=1)), workload)
+    elif config is not None:
+        captured = build_graph(replace(model, config=config), workload)
+    else:
+        captured = build_graph(model, workload)
+    records = captured.graph.records
+    roles = _roles(records) if fold else ["first"] * len(records)
+    tags = pointwise_packets(captured.graph)
+    counters: dict[str, Counter] = {r: Counter() for r in ROLES}
+    for rec, role in zip(records, roles):
+        counters[role][replace(rec, module=role)] += 1
+
+    def part(role: str) -> Part:
+        ops = []
+        for rec, n in counters[role].items():
+            category, cost = classify(rec, rec.packet in tags)
+            ops.append(CostedOp(rec, category, cost, n))
+        return Part(tuple(ops), 0, 0.0)
+
+    parts = {r: part(r) for r in ROLES}
+    # parameters and saved activations by role, from the module paths of the 1-layer capture
+    first_tops = {rec.module.split(".")[0] for rec, role in zip(records, roles) if role == "first" and rec.module}
+    saved = {r: 0.0 for r in ROLES}
+    for module, nbytes in captured.graph.saved_bytes:
+        top = module.split(".")[0]
+        role = "layer" if top == "layers" else ("first" if top in first_tops or not fold else "last")
+        saved[role] += nbytes
+    layer_params = captured.params - _params_outside_layers(captured) if fold else 0
+    first_params = _params_of(captured, first_tops) if fold else captured.params
+    params = {"layer": layer_params, "first": first_params, "last": captured.params - layer_params - first_params}
+    parts = {r: replace(parts[r], params=params[r], saved_bytes=saved[r]) for r in ROLES}
+    return DeviceGraph(model, captured.workload, par, config, parts["first"], parts["layer"], parts["last"],
+                       num_layers, captured.graph.dtype)
+
+
+def _params_outside_layers(captured) -> int:
+    return sum(captured.param_by_top.get(top, 0) for top in captured.param_by_top if top != "layers")
+
+
+def _params_of(captured, tops: set[str]) -> int:
+    return sum(captured.param_by_top.get(top, 0) for top in tops)
+
+
+def device_graph(model: Model, workload: Workload, parallelism: Parallelism = Parallelism()) -> DeviceGraph:
+    """The folded per-device graph of `workload` under `parallelism` (cached by tp and ep, which shape
+    the graph; pp, dp and ZeRO only decide how it is staged and replicated)."""
+    return replace(_device_graph(model, workload, parallelism.tp, parallelism.ep), parallelism=parallelism)

@@ -1,0 +1,126 @@
+"""Resolve a model argument: a zoo id, a path to a Hugging Face style config.json, or (only when the
+caller allows code: a command-line argument or the Python API) `package.module:function` returning
+(nn.Module, example inputs)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+import planner_models
+from planner.errors import ConfigError, UnknownNameError
+from planner.files import parse_json, read_text
+
+MAX_NAME_CHARS = 1000
+"""Longest model name or path accepted."""
+MAX_CONFIG_BYTES = 2**20
+"""Largest config.json read (1 MiB; real ones are a few KB)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """A resolved model: what it is and how to build it."""
+
+    name: str
+    """Zoo id, config path or import path as given."""
+    family: str
+    """"decoder" (generative LM), "encoder" (BERT-like), "vision" or "custom"."""
+    config: Any
+    """Parsed architecture dataclass (None for custom models)."""
+    source: str
+    """Where the architecture comes from (a URL or paper for zoo models, the path otherwise)."""
+    factory: Callable[[], tuple[nn.Module, tuple]] | None = None
+    """Custom models only: returns (module, example inputs), called on the meta device."""
+
+    def build(self) -> nn.Module:
+        """Instantiate the module on the current default device (use torch.device("meta"))."""
+        if self.factory is not None:
+            return self.factory()[0]
+        return planner_models.build(self.config)
+
+
+def _from_config(raw: Any, name: str, origin: str, source: str) -> Model:
+    try:
+        family, config = planner_models.parse(raw, origin)
+    except planner_models.ConfigFieldError as exc:
+        raise ConfigError(str(exc)) from None
+    return Model(name=name, family=family, config=config, source=source)
+
+
+def _custom(spec: str) -> Model:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr or not all(part.isidentifier() for part in module_name.split(".") + [attr]):
+        raise ConfigError(f"'{spec}' is not package.module:function (dotted Python identifiers, then a colon and "
+                          "a function name)")
+    try:
+        fn = getattr(importlib.import_module(module_name), attr)
+    except (Exception, SystemExit) as exc:
+        # a user module may fail in any way while importing: report it as bad input, never a traceback
+        raise ConfigError(f"cannot import '{spec}': {type(exc).__name__}: {_first_line(exc)}. Expected "
+                          "package.module:function returning (nn.Module, example inputs)") from None
+    if not callable(fn):
+        raise ConfigError(f"'{spec}' is a {type(fn).__name__}, not a function returning (nn.Module, example inputs)")
+
+    def factory() -> tuple[nn.Module, tuple]:
+        try:
+            result = fn()
+        except (Exception, SystemExit) as exc:
+            raise ConfigError(f"'{spec}' raised {type(exc).__name__}: {_first_line(exc)} (it is called with no "
+                              "arguments and must return (nn.Module, example inputs))") from None
+        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module)):
+            raise ConfigError(f"'{spec}' must return (nn.Module, example inputs), got {type(result).__name__}")
+        inputs = result[1] if isinstance(result[1], tuple) else (result[1],)
+        return result[0], inputs
+
+    return Model(name=spec, family="custom", config=None, source=spec, factory=factory)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else ""
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+def from_config(raw: object, name: str) -> Model:
+    """A Model from a parsed config.json (an upload, say); errors name the bad field."""
+    return _from_config(raw, name, name, name)
+
+
+def resolve(name: str, allow_code: bool = False) -> Model:
+    """Return the Model for a zoo id (case-insensitive) or a config.json path; with `allow_code=True`
+    also for `package.module:function`, which imports and runs that code.
+
+    Only a command-line argument or a Python caller may set allow_code: names read from data files
+    (scenarios, --configs rows, uploads) never do, so a file cannot make planner run code.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError("a model name is needed: a zoo id, a config.json path or (command line only) "
+                          "package.module:function")
+    if len(name) > MAX_NAME_CHARS:
+        raise ConfigError(f"model name of {len(name):,} characters; the limit is {MAX_NAME_CHARS:,}")
+    ids = planner_models.zoo_ids()
+    key = name.strip().lower()
+    if key in ids:
+        raw = planner_models.zoo_config(key)
+        return _from_config(raw, key, f"models/configs/{key}.json", raw.get("planner_source", ""))
+    path = Path(name)
+    try:
+        is_file, exists = path.is_file(), path.exists()
+    except (OSError, ValueError):
+        is_file = exists = False
+    if path.suffix == ".json" or is_file:
+        if not is_file:
+            raise ConfigError(f"config file '{name}' does not exist")
+        raw = parse_json(read_text(path, "config.json", MAX_CONFIG_BYTES), name)
+        return _from_config(raw, str(path), str(path), str(path))
+    if ":" in name and not exists:
+        if not allow_code:
+            raise ConfigError(f"'{name}' names Python code (package.module:function); files and uploads may name only "
+                              f"zoo ids or config.json files. Zoo ids: {', '.join(ids)}")
+        return _custom(name)
+    raise UnknownNameError("model", name, ids)

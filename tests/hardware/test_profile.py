@@ -1,0 +1,110 @@
+"""The fitted efficiency model: reproduces its measurements, interpolates, transfers, reports tiers."""
+
+import math
+
+import pytest
+
+from planner.hardware.catalog import load_catalog
+from planner.hardware.efficiency import DatasheetEfficiency, load_defaults, wave_efficiency
+from planner.hardware.profile import Profile, efficiency_for, fit_report, load_profiles, profile_device
+from planner.predict.context import Context, default_context
+from planner.predict.ops import gemm_record
+from planner.predict.roofline import op_time
+
+ETA = 0.7  # the synthetic device runs every GEMM at 70% of peak after wave quantization
+
+
+def _synthetic(device_id: str, eta: float = ETA) -> Profile:
+    """A profile of a catalog GPU whose GEMMs take exactly ideal / (eta x wave efficiency)."""
+    cat = load_catalog()
+    dev = cat.device(device_id)
+    kind = load_defaults().kinds["gpu"]
+    peak, bw = dev.peak("bf16"), dev.mem_bytes_per_s
+    ms = []
+    for m in (64, 256, 1024, 4096):
+        for n in (256, 1024, 4096, 16384):
+            for k in (256, 1024, 4096):
+                flop, nbytes = 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n)
+                ideal = max(flop / peak, nbytes / bw)
+                t = ideal / (eta * wave_efficiency((1, m, n, k), kind, dev))
+                ms.append({"kind": "gemm", "dtype": "bf16", "m": m, "n": n, "k": k, "flop": flop, "bytes": nbytes,
+                           "time_s": t})
+    for e in (20, 24, 28):
+        ms.append({"kind": "copy", "dtype": "fp32", "bytes": 2.0**e, "warm": False, "flop": 0.0,
+                   "time_s": 2.0**e / (0.9 * bw)})
+    raw = {"device_id": dev.id, "device_name": dev.name, "kind": "gpu", "properties": {},
+           "ceilings": {"copy_bytes_per_s": 0.9 * bw, "gemm_bf16_flop_per_s": eta * peak, "launch_overhead_s": 0.0},
+           "measurements": ms, "date": "2026-11-21T00:00:00+00:00"}
+    raw["leave_one_out"] = fit_report(raw)
+    return Profile(raw["device_id"], raw["device_name"], "gpu", {}, raw["ceilings"], tuple(ms), raw["date"], "test", raw)
+
+
+def _ctx(*profiles: Profile) -> Context:
+    base = default_context()
+    return Context(base.catalog, base.defaults, base.power, {p.device_id: p for p in profiles})
+
+
+def test_measured_tier_reproduces_measurements_and_interpolates():
+    ctx = _ctx(_synthetic("h100-sxm"))
+    h100 = ctx.device("h100-sxm")
+    eff = ctx.efficiency(h100)
+    assert eff.tier == "measured"
+    kind = load_defaults().kinds["gpu"]
+    for m, n, k in ((1024, 4096, 1024), (700, 3000, 1500), (100, 20000, 300)):
+        rec, cat, cost = gemm_record(m, n, k, "bf16")
+        ideal = max(cost.flop / h100.peak("bf16"), cost.bytes / h100.mem_bytes_per_s)
+        expected = ideal / (ETA * wave_efficiency((1, m, n, k), kind, h100))
+        assert op_time(rec, cat, cost, "bf16", h100, eff).time_s == pytest.approx(expected, rel=1e-6)
+
+
+def test_leave_one_out_of_a_constant_efficiency_is_near_zero():
+    report = _synthetic("h100-sxm").raw["leave_one_out"]
+    assert report["n"] > 40 and report["p90_abs_error"] < 1e-6
+
+
+def test_transfer_prefers_the_same_vendor_and_generation_and_widens_the_band():
+    ctx = _ctx(_synthetic("h100-sxm"), _synthetic("mi300x", eta=0.4))
+    h200 = ctx.device("h200-sxm")
+    eff = ctx.efficiency(h200)
+    assert eff.tier == "transferred" and eff.profile.device_id == "h100-sxm"
+    measured = ctx.efficiency(ctx.device("h100-sxm"))
+    assert measured.band_fraction < eff.band_fraction <= ctx.defaults.datasheet_band_fraction
+    # the transferred efficiency (0.7 x wave) applies to the H200's own peak and SM count
+    rec, cat, cost = gemm_record(4096, 4096, 4096, "bf16")
+    kind = load_defaults().kinds["gpu"]
+    ideal = max(cost.flop / h200.peak("bf16"), cost.bytes / h200.mem_bytes_per_s)
+    assert op_time(rec, cat, cost, "bf16", h200, eff).time_s == pytest.approx(
+        ideal / (ETA * wave_efficiency((1, 4096, 4096, 4096), kind, h200)), rel=1e-6)
+
+
+def test_unprofiled_kind_is_datasheet_with_the_widest_band():
+    ctx = _ctx(_synthetic("h100-sxm"))
+    tpu = ctx.efficiency(ctx.device("tpu-v5e"))
+    assert isinstance(tpu, DatasheetEfficiency) and tpu.tier == "datasheet"
+    assert tpu.band_fraction >= ctx.efficiency(ctx.device("h200-sxm")).band_fraction
+
+
+def test_op_predictions_on_unprofiled_devices_carry_a_wider_band():
+    from planner.predict.ops import predict_op
+
+    ctx = _ctx(_synthetic("h100-sxm"))
+    own = predict_op("gemm", "h100-sxm", m=2048, n=2048, k=2048, dtype="bf16", ctx=ctx)
+    near = predict_op("gemm", "h200-sxm", m=2048, n=2048, k=2048, dtype="bf16", ctx=ctx)
+    far = predict_op("gemm", "mi300x", m=2048, n=2048, k=2048, dtype="bf16", ctx=ctx)
+    assert (own.tier, near.tier, far.tier) == ("measured", "transferred", "transferred")
+    assert own.band_fraction < near.band_fraction
+
+
+def test_committed_profiles_load_and_predict_in_the_measured_tier():
+    profiles = load_profiles()
+    assert profiles, "a calibration profile is committed under hardware_specs/calibration/"
+    ctx = default_context()
+    for device_id, profile in profiles.items():
+        device = profile_device(profile)
+        assert device is not None and device.mem_bytes_per_s > 0
+        eff = efficiency_for(device, ctx.defaults, ctx.profiles, DatasheetEfficiency(ctx.defaults))
+        assert eff.tier == "measured"
+        for key in ("device_name", "properties", "versions", "date", "duration_s"):
+            assert key in profile.raw, (device_id, key)
+        assert 0 < eff.band_fraction < 1
+        assert math.isfinite(profile.raw["leave_one_out"]["median_abs_error"])

@@ -1,0 +1,103 @@
+"""Plans of the example scenarios: heterogeneous savings, independent check, training deadlines,
+bad scenarios."""
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from planner.plan.check import check
+from planner.plan.scenario import load, parse
+from planner.plan.solve import solve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return {name: (load(ROOT / "examples" / f"{name}.yaml"), solve(load(ROOT / "examples" / f"{name}.yaml")))
+            for name in ("chat", "mixed", "training", "hybrid")}
+
+
+def test_every_example_plan_passes_the_independent_check(plans):
+    for name, (scenario, plan) in plans.items():
+        assert plan.rows or plan.training, name
+        assert check(plan, scenario) == [], name
+
+
+def test_mixed_llama_plan_beats_the_best_single_gpu_type(plans):
+    _, plan = plans["mixed"]
+    devices = {r.device for r in plan.rows}
+    assert len(devices) >= 2
+    best = plan.best_single
+    assert best["saving_usd"] > 0 and plan.cost_over_horizon_usd < best["cost_over_horizon_usd"]
+
+
+def test_hybrid_keeps_the_onprem_share_and_caps(plans):
+    scenario, plan = plans["hybrid"]
+    onprem = sum(r.devices for r in plan.rows if r.kind == "onprem")
+    assert onprem >= 0.5 * sum(r.devices for r in plan.rows)
+    assert plan.power_kw <= 40 and plan.capex_usd <= 1_000_000
+    assert plan.breakeven and plan.breakeven[0]["device"] == "h100-sxm"
+
+
+def test_shortening_the_deadline_never_shrinks_the_cluster():
+    # the recommended device count (tp x dp) at deadlines of 7, 3, 1 and 0.5 days never decreases
+    scenario = load(ROOT / "examples" / "training.yaml")
+    devices = []
+    for days in (7, 3, 1, 0.5):
+        job = replace(scenario.training[0], deadline_s=days * 86400)
+        [t] = solve(replace(scenario, training=(job,)), extras=False).training
+        assert t["days"] <= days
+        devices.append(t["tp"] * t["dp"])
+    assert devices == sorted(devices)
+
+
+@pytest.mark.parametrize("raw,path", [
+    ({"workloads": [{"name": "a", "model": "llama-2-7b", "demand_rps": 1, "buckets": [
+        {"input_len": 10, "output_len": 10, "share": 0.5}], "slo": {"ttft_s": 1, "tpot_s": 1}}],
+      "candidates": {"cloud": {}}}, "scenario.workloads[0].buckets: shares add up to 0.5"),
+    ({"workloads": [{"name": "a", "model": "llama-2-7", "demand_rps": 1, "buckets": [], "slo": {}}],
+      "candidates": {"cloud": {}}}, "scenario.workloads[0].model"),
+    ({"workloads": [{"name": "a", "model": "gpt2", "demand_rps": -1, "buckets": [
+        {"input_len": 10, "output_len": 10, "share": 1}], "slo": {"ttft_s": 1, "tpot_s": 1}}],
+      "candidates": {"cloud": {}}}, "scenario.workloads[0].demand_rps"),
+    ({"training": [{"name": "t", "model": "gpt2", "tokens": 1e6, "deadline_days": 1}],
+      "candidates": {"cloud": {"pricing": ["hourly"]}}}, "scenario.candidates.cloud.pricing[0]"),
+    ({"training": [{"name": "t", "model": "gpt2", "tokens": 1e6, "deadline_days": 1}],
+      "candidates": {"cloud": {}}, "constraints": {"budget": 5}}, "scenario.constraints.budget: unknown key"),
+])
+def test_malformed_scenarios_name_the_bad_key(raw, path):
+    from planner.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=path.replace("[", r"\[").replace("]", r"\]")):
+        parse(raw)
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=os.environ, timeout=600)
+
+
+def test_cli_plan_json_and_errors(tmp_path):
+    result = _run("plan", "examples/chat.yaml", "--json")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["check"]["passed"] and out["rows"] and out["totals"]["usd_per_month"] > 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("workloads: [{name: a}]\ncandidates: {cloud: {}}\n")
+    result = _run("plan", str(bad))
+    assert result.returncode == 2 and "scenario.workloads[0].model: missing" in result.stderr
+    assert "Traceback" not in result.stderr
+    tight = tmp_path / "tight.yaml"
+    tight.write_text((ROOT / "examples" / "chat.yaml").read_text().replace("monthly_budget_usd: 100000",
+                                                                           "monthly_budget_usd: 100"))
+    result = _run("plan", str(tight))
+    assert result.returncode == 2 and "constraints.monthly_budget_usd" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = _run("plan", str(tmp_path / "missing.yaml"))
+    assert result.returncode == 2 and "does not exist" in result.stderr

@@ -1,0 +1,57 @@
+"""Parallelism: validation, sharding, and collectives in closed form (alpha-beta)."""
+
+import pytest
+
+from planner.errors import ConfigError
+from planner.hardware.catalog import load_catalog
+from planner.hardware.efficiency import load_defaults
+from planner.predict.parallel import bus_bytes_per_s, collective_time_s
+from planner.workload.parallelism import Parallelism, shard_config, validate
+from planner.workload.zoo import resolve
+
+
+def test_ring_allreduce_inside_a_node():
+    # 8 H100 on NVLink: 2·7·α + 2·7/8·M/B with B = 450e9 B/s per direction x 0.8
+    d, defaults = load_catalog().device("h100-sxm"), load_defaults()
+    m = 1e9
+    b = d.scaleup_bytes_per_s * defaults.collective_bandwidth_efficiency
+    expected = 2 * 7 * defaults.scaleup_latency_s + 2 * 7 / 8 * m / b
+    assert collective_time_s("allreduce", m, 8, d, defaults) == pytest.approx(expected)
+    # nccl-tests bus bandwidth approaches B as the message grows (latency 14·α = 70 us against 28 ms)
+    big = collective_time_s("allreduce", 1e10, 8, d, defaults)
+    assert bus_bytes_per_s("allreduce", 1e10, 8, big) == pytest.approx(b, rel=0.01)
+
+
+def test_allgather_and_alltoall_inside_a_node():
+    d, defaults = load_catalog().device("h100-sxm"), load_defaults()
+    b = d.scaleup_bytes_per_s * defaults.collective_bandwidth_efficiency
+    for kind in ("allgather", "reducescatter", "alltoall"):
+        # (n−1)·α + (n−1)/n·M/B, n = 4
+        assert collective_time_s(kind, 4e8, 4, d, defaults) == pytest.approx(3 * defaults.scaleup_latency_s + 0.75 * 4e8 / b)
+
+
+def test_groups_across_nodes_are_slower_than_inside():
+    d, defaults = load_catalog().device("h100-sxm"), load_defaults()
+    inside = collective_time_s("allreduce", 1e9, 8, d, defaults)
+    across = collective_time_s("allreduce", 1e9, 16, d, defaults)
+    assert across > inside
+    assert collective_time_s("allreduce", 1e9, 1, d, defaults) == 0
+
+
+def test_tp_must_divide_heads_and_experts():
+    llama = resolve("llama-2-7b")
+    with pytest.raises(ConfigError, match="does not divide the 32 attention heads"):
+        validate(Parallelism(tp=3), llama.family, llama.config)
+    mix = resolve("mixtral-8x7b")
+    with pytest.raises(ConfigError, match="does not divide the 8 experts"):
+        validate(Parallelism(ep=3, dp=3), mix.family, mix.config)
+    with pytest.raises(ConfigError, match="decoder LMs"):
+        validate(Parallelism(tp=2), "vision", resolve("resnet50").config)
+
+
+def test_sharded_config():
+    # llama-2-70b: 64 heads, 8 KV heads, 28672 intermediate, 32000 vocabulary over tp 8
+    cfg = shard_config(resolve("llama-2-70b").config, Parallelism(tp=8))
+    assert (cfg.num_heads, cfg.num_kv_heads, cfg.intermediate_size, cfg.vocab_size) == (8, 1, 3584, 4000)
+    # KV heads fewer than tp are replicated: one per device
+    assert shard_config(resolve("llama-2-70b").config, Parallelism(tp=16)).num_kv_heads == 1

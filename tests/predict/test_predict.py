@@ -1,0 +1,186 @@
+"""Predictions: closed forms, memory fit, invariants, tiers and rows used, the API."""
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.predict import Request, compare, default_context, predict, request_from_row
+from planner.predict.memory import kv_bytes_per_token
+from planner.predict.timing import op_rows, stage_times
+from planner.workload.device_graph import device_graph
+from planner.workload.graphs import Workload
+from planner.workload.zoo import resolve
+
+
+def test_llama_2_7b_decode_on_a100_is_memory_bound_and_at_least_weights_over_bandwidth():
+    # 13.2e9 B (every weight but the embedding) / 2.039e12 B/s = 6.48 ms is the floor of a decode step
+    p = predict(Request("llama-2-7b", "a100-sxm-80gb", batch=1, input_len=128, output_len=2))
+    assert p.metrics["tpot_s"] >= 13.2e9 / 2.039e12
+    ctx = default_context()
+    dg = device_graph(resolve("llama-2-7b"), Workload("decode", 1, context_len=128))
+    a100 = ctx.catalog.device("a100-sxm-80gb")
+    [stage] = stage_times(dg, a100, ctx.efficiency(a100), ctx.power)
+    assert stage.bound_s["memory"] > stage.bound_s["compute"]
+
+
+def test_llama_2_70b_does_not_fit_one_h100_and_fits_two_with_tp():
+    alone = predict(Request("llama-2-70b", "h100-sxm", batch=1))
+    assert not alone.fits
+    # 68.98e9 parameters x 2 B = 138 GB of weights against 80 GiB x 0.9 usable
+    assert alone.memory.shortfall_bytes > 138e9 - 80 * 2**30 * 0.9 - 1
+    assert "short by" in " ".join(alone.notes)
+    pair = predict(Request("llama-2-70b", "h100-sxm", gpus=2, tp=2, batch=1))
+    assert pair.fits
+
+
+def test_kv_cache_bytes_per_token():
+    # 2 · layers · kv_heads · head_dim · bytes: llama-3.1-8b bf16 = 2·32·8·128·2 = 131,072 B
+    dg = device_graph(resolve("llama-3.1-8b"), Workload("prefill", 1, 16))
+    assert kv_bytes_per_token(dg) == 2 * 32 * 8 * 128 * 2 == 131_072
+    p = predict(Request("llama-3.1-8b", "h100-sxm", batch=4, input_len=1000, output_len=24))
+    assert p.memory.kv_cache_bytes == 4 * 1024 * 131_072
+
+
+def test_more_tensor_parallel_devices_never_raise_weight_memory():
+    weights = [predict(Request("llama-2-70b", "h100-sxm", gpus=t, tp=t)).memory.weights_bytes for t in (1, 2, 4, 8)]
+    assert weights == sorted(weights, reverse=True)
+
+
+@settings(max_examples=20, deadline=None)
+@given(bw=st.floats(1.0, 8.0), flops=st.floats(1.0, 8.0),
+       case=st.sampled_from([("llama-2-7b", "decode"), ("llama-2-7b", "prefill"), ("resnet50", "forward")]))
+def test_more_bandwidth_or_flops_never_slower(bw, flops, case):
+    ctx = default_context()
+    model_id, mode = case
+    h100 = ctx.catalog.device("h100-sxm")
+    faster = replace(h100, mem_bytes_per_s=h100.mem_bytes_per_s * bw,
+                     peak_flop_per_s={k: v * flops for k, v in h100.peak_flop_per_s.items()})
+    w = Workload(mode, 4, 256 if mode == "prefill" else None, context_len=256 if mode == "decode" else None)
+    dg = device_graph(resolve(model_id), w)
+    eff = ctx.efficiency(h100)
+    base = sum(s.time_s for s in stage_times(dg, h100, eff, ctx.power))
+    quick = sum(s.time_s for s in stage_times(dg, faster, eff, ctx.power))
+    assert quick <= base * (1 + 1e-12)
+
+
+def test_per_op_times_and_energies_add_up_to_the_totals():
+    ctx = default_context()
+    dg = device_graph(resolve("llama-2-7b"), Workload("prefill", 2, 256))
+    h100 = ctx.catalog.device("h100-sxm")
+    eff = ctx.efficiency(h100)
+    [stage] = stage_times(dg, h100, eff, ctx.power)
+    rows = op_rows(dg, h100, eff, ctx.power)
+    assert sum(r.time_s * r.count for r in rows) == pytest.approx(stage.time_s, rel=1e-9)
+    assert sum(r.energy_j * r.count for r in rows) == pytest.approx(stage.energy_j, rel=1e-9)
+    assert sum(stage.bound_s.values()) == pytest.approx(stage.time_s, rel=1e-9)
+
+
+def test_every_prediction_reports_tier_and_catalog_rows():
+    p = predict(Request("llama-2-7b", "h100-sxm", batch=8))
+    d = p.as_dict()
+    assert d["tier"] == "datasheet" and d["band_fraction"] > 0
+    assert any(r.startswith("devices.csv:h100-sxm") for r in d["catalog_rows"])
+    assert any(r.startswith("instances.csv:") for r in d["catalog_rows"])
+    lo, hi = d["ttft_range_s"]
+    assert lo < d["ttft_s"] < hi
+
+
+def test_inference_json_keys():
+    d = predict(Request("llama-2-7b", "h100-sxm", batch=2)).as_dict()
+    for key in ("model", "device", "gpus", "mode", "tier", "fits", "memory_bytes_per_gpu", "energy_j",
+                "cost_usd_per_h", "batch", "ttft_s", "tpot_s", "latency_s", "throughput_tokens_per_s"):
+        assert key in d, key
+    d = predict(Request("resnet50", "l4", batch=8)).as_dict()
+    assert "throughput_samples_per_s" in d and "usd_per_thousand_samples" in d
+
+
+def test_training_json_keys_and_relations():
+    p = predict(Request("llama-2-7b", "h100-sxm", "training", gpus=8, seq_len=2048, micro_batch=1, global_batch=64,
+                        zero=1, train_tokens=1e9))
+    d = p.as_dict()
+    for key in ("step_time_s", "tokens_per_s", "samples_per_s", "mfu", "memory_bytes_per_gpu", "energy_j"):
+        assert key in d, key
+    # tokens/s = global batch x sequence / step time; 0 < MFU < 1
+    assert d["tokens_per_s"] == pytest.approx(64 * 2048 / d["step_time_s"])
+    assert 0 < d["mfu"] < 1
+    assert d["time_to_train_s"] == pytest.approx(-(-1e9 // (64 * 2048)) * d["step_time_s"])
+
+
+def test_zero_stages_shrink_training_memory():
+    mem = [predict(Request("llama-2-7b", "h100-sxm", "training", gpus=8, seq_len=1024, zero=z)).memory for z in range(4)]
+    # 16 B/param at ZeRO-0; optimizer, then gradients, then weights are divided by dp = 8
+    assert [m.optimizer_bytes for m in mem][1] == pytest.approx(mem[0].optimizer_bytes / 8)
+    assert mem[2].gradient_bytes == pytest.approx(mem[0].gradient_bytes / 8)
+    assert mem[3].weights_bytes == pytest.approx(mem[0].weights_bytes / 8)
+    totals = [m.total_bytes for m in mem]
+    assert totals == sorted(totals, reverse=True)
+
+
+def test_full_recompute_trades_time_for_memory():
+    none = predict(Request("llama-2-7b", "h100-sxm", "training", gpus=8, seq_len=2048, zero=3))
+    full = predict(Request("llama-2-7b", "h100-sxm", "training", gpus=8, seq_len=2048, zero=3, recompute="full"))
+    assert full.memory.activation_bytes < none.memory.activation_bytes
+    assert full.metrics["step_time_s"] > none.metrics["step_time_s"]
+
+
+def test_batch_auto_picks_a_fitting_batch_with_the_best_throughput():
+    auto = predict(Request("llama-2-7b", "l4", batch="auto", input_len=512, output_len=128))
+    assert auto.fits and auto.metrics["batch"] > 1
+    one = predict(Request("llama-2-7b", "l4", batch=1, input_len=512, output_len=128))
+    assert auto.metrics["throughput_tokens_per_s"] > one.metrics["throughput_tokens_per_s"]
+
+
+def test_onprem_site_pricing():
+    p = predict(Request("llama-2-7b", "h100-sxm", batch=8, site="us-virginia-colo", utilization=0.5))
+    assert p.cost.kind == "onprem" and p.cost.capex_usd > 0
+
+
+def test_configs_rows():
+    req = request_from_row({"id": "a", "model": "gpt2", "device": "l4", "batch": "4", "input_len": "64"})
+    assert req.batch == 4 and req.input_len == 64
+    from planner.errors import ConfigError
+    with pytest.raises(ConfigError, match="unknown key"):
+        request_from_row({"model": "gpt2", "device": "l4", "bacth": 4})
+
+
+def test_compare_one_row_per_device_with_fit_first():
+    frame = compare("llama-2-7b", ["h100-sxm", "l4", "mi300x", "v100-sxm2-32gb"], batch=4, input_len=256, output_len=64)
+    assert set(frame["device"]) == {"h100-sxm", "l4", "mi300x", "v100-sxm2-32gb"}
+    v100 = frame[frame["device"] == "v100-sxm2-32gb"].iloc[0]
+    assert "bf16" in v100["note"]  # no bf16 on Volta: a reason, not a number
+    assert frame["fits"].iloc[0]
+
+
+def test_energy_per_job_with_pue_and_carbon_at_the_regional_intensity():
+    ctx = default_context()
+    site = ctx.catalog.site("us-virginia-colo")
+    p = predict(Request("llama-3.1-8b", "h100-sxm", batch=8, site="us-virginia-colo"))
+    m = p.metrics
+    # kWh per 1M tokens = J/token x 1e6 x PUE / 3.6e6; carbon = kWh x the site's grid intensity
+    assert m["kwh_per_million_output_tokens"] == pytest.approx(m["j_per_output_token"] * 1e6 * site.pue / 3.6e6)
+    assert m["carbon_kg_per_million_output_tokens"] == pytest.approx(m["kwh_per_million_output_tokens"]
+                                                                     * site.carbon_kg_per_kwh)
+    train = predict(Request("gpt2", "h100-sxm", "training", gpus=8, seq_len=1024, train_tokens=1e9,
+                            site="us-virginia-colo"))
+    assert train.metrics["kwh_per_training_run"] == pytest.approx(train.metrics["energy_to_train_j"] * site.pue / 3.6e6)
+
+
+def test_cloud_carbon_uses_the_instance_region_and_says_pue_is_missing():
+    p = predict(Request("llama-3.1-8b", "a100-sxm-40gb", batch=8, instance="a2-highgpu-8g"))
+    # gcp:us-central1 grid intensity from carbon.csv
+    assert p.metrics["carbon_kg_co2e_per_kwh"] == default_context().catalog.carbon_kg_per_kwh["gcp:us-central1"]
+    assert any("PUE" in n for n in p.notes)
+
+
+def test_committed_pricing_is_on_demand_less_the_sourced_discount():
+    ctx = default_context()
+    inst = ctx.catalog.instance("a2-highgpu-8g")
+    p = predict(Request("llama-3.1-8b", "a100-sxm-40gb", batch=8, instance="a2-highgpu-8g", pricing="committed_1y"))
+    # GCP 1-year resource-based CUD: 37% off (discounts.csv)
+    assert p.cost.usd_per_h == pytest.approx(inst.price_usd_per_h["on_demand"] * (1 - 0.37))
+    from planner.errors import ConfigError
+    with pytest.raises(ConfigError, match="no committed_1y price"):
+        predict(Request("llama-3.1-8b", "h100-sxm", batch=8, instance="runpod:8x H100 SXM (secure):secure-cloud",
+                        pricing="committed_1y"))

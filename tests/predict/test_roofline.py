@@ -1,0 +1,92 @@
+"""Roofline per op: closed forms, bounds, and efficiencies that only ever slow an op down."""
+
+from dataclasses import dataclass, replace
+
+import pytest
+
+from planner.hardware.catalog import load_catalog
+from planner.hardware.efficiency import DatasheetEfficiency, load_defaults, wave_efficiency
+from planner.predict.roofline import op_time
+from planner.workload.capture import OpRecord, TensorMeta
+from planner.workload.counting import classify
+
+
+@dataclass(frozen=True)
+class UnitEfficiency:
+    """Efficiency 1, no overhead: the pure roofline."""
+
+    tier: str = "datasheet"
+    band_fraction: float = 0.0
+
+    def efficiencies(self, rec, category, device):
+        return 1.0, 1.0, 0.0
+
+
+def _t(*shape, bits=16, dtype="bfloat16"):
+    n = 1
+    for s in shape:
+        n *= s
+    return TensorMeta(tuple(shape), dtype, bits, n)
+
+
+def _mm(m, k, n):
+    rec = OpRecord("aten.mm.default", "aten.mm", "", "forward", (("self", _t(m, k)), ("mat2", _t(k, n))),
+                   (_t(m, n),), (), False)
+    return rec, *classify(rec, False)
+
+
+def test_8192_cubed_bf16_gemm_on_h100_at_efficiency_1():
+    # 2·8192³ FLOP / 989.4e12 FLOP/s (h100-sxm dense bf16) = 1.1113 ms, compute-bound
+    h100 = load_catalog().device("h100-sxm")
+    rec, cat, cost = _mm(8192, 8192, 8192)
+    t = op_time(rec, cat, cost, "bf16", h100, UnitEfficiency())
+    assert t.time_s == 2 * 8192**3 / h100.peak("bf16")
+    assert t.bound == "compute"
+
+
+def test_gemv_is_memory_bound_at_bandwidth():
+    # [1, 4096] @ [4096, 4096] bf16 reads 4096·4096·2 + 4096·2 B and writes 4096·2 B
+    a100 = load_catalog().device("a100-sxm-80gb")
+    rec, cat, cost = _mm(1, 4096, 4096)
+    t = op_time(rec, cat, cost, "bf16", a100, UnitEfficiency())
+    assert t.bound == "memory"
+    assert t.time_s == pytest.approx((4096 * 4096 * 2 + 4096 * 2 * 2) / a100.mem_bytes_per_s)
+
+
+def test_overhead_bound_for_tiny_ops_and_views_cost_nothing():
+    h100 = load_catalog().device("h100-sxm")
+    eff = DatasheetEfficiency(load_defaults())
+    rec, cat, cost = _mm(2, 2, 2)
+    assert op_time(rec, cat, cost, "bf16", h100, eff).bound == "overhead"
+    view = OpRecord("aten.view.default", "aten.view", "", "forward", (("self", _t(4)),), (_t(4),), (), True)
+    assert op_time(view, "view", cost, "bf16", h100, eff).time_s == 0
+
+
+def test_wave_quantization_closed_form():
+    # 132 SMs, 128x128 tiles: M=N=128·12 gives 144 tiles = 2 waves of 132 → 144 / 264 busy
+    h100 = load_catalog().device("h100-sxm")
+    kind = load_defaults().kinds["gpu"]
+    assert wave_efficiency((1, 128 * 12, 128 * 12, 4096), kind, h100) == pytest.approx(144 / 264)
+    # exactly one full wave: 132 tiles
+    assert wave_efficiency((1, 128 * 11, 128 * 12, 4096), kind, h100) == pytest.approx(1.0)
+
+
+def test_unsupported_dtype_is_a_clear_error():
+    from planner.errors import UnsupportedError
+
+    v100 = load_catalog().device("v100-sxm2-32gb")
+    rec, cat, cost = _mm(64, 64, 64)
+    with pytest.raises(UnsupportedError, match="bf16"):
+        op_time(rec, cat, cost, "bf16", v100, UnitEfficiency())
+
+
+def test_datasheet_efficiency_never_exceeds_one():
+    h100 = load_catalog().device("h100-sxm")
+    eff = DatasheetEfficiency(load_defaults())
+    for m in (1, 7, 128, 1000, 8192):
+        rec, cat, cost = _mm(m, 4096, 4096)
+        c, mem, over = eff.efficiencies(rec, cat, h100)
+        assert 0 < c <= 1 and 0 < mem <= 1 and over >= 0
+    faster = replace(h100, mem_bytes_per_s=h100.mem_bytes_per_s * 2)
+    rec, cat, cost = _mm(1, 4096, 4096)
+    assert op_time(rec, cat, cost, "bf16", faster, eff).time_s < op_time(rec, cat, cost, "bf16", h100, eff).time_s
