@@ -7,12 +7,12 @@ Run: .venv/bin/streamlit run app.py   (or `make demo`)
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import altair as alt
 import pandas as pd
 import streamlit as st
-import yaml
 
 ROOT = Path(__file__).resolve().parent
 MAX_UPLOAD_BYTES = 1_000_000
@@ -72,10 +72,11 @@ def tco(device: str, site: str, instance: str | None, months: int, utilization: 
 @st.cache_data(show_spinner="Solving the plan (capacities from the predictor, then the MILP)...")
 def solve_plan(scenario_text: str) -> dict:
     from planner.plan.check import check
-    from planner.plan.scenario import parse
+    from planner.plan.scenario import loads
     from planner.plan.solve import solve
-    raw = yaml.safe_load(scenario_text)
-    scenario = parse(raw, "scenario")
+    # An uploaded scenario is data from anyone: safe YAML with limits, zoo ids only (no code, and no
+    # config.json paths, which would read files on the server).
+    scenario = loads(scenario_text, "scenario", allow_model_files=False)
     plan = solve(scenario, context())
     return {"plan": plan.as_dict(), "problems": check(plan, scenario, context())}
 
@@ -91,23 +92,29 @@ def validation_results() -> pd.DataFrame:
 
 
 def _model(model_key: str, config_text: str | None):
+    from planner.files import parse_json
     from planner.workload.zoo import from_config, resolve
     if config_text is None:
-        return resolve(model_key)
-    return from_config(json.loads(config_text), model_key)
+        return resolve(model_key)  # a zoo id from the select box: never code (allow_code stays False)
+    return from_config(parse_json(config_text, "uploaded config.json"), model_key)
 
 
 # ------------------------------------------------------------------ helpers for the pages
 
 def _shown(fn, *args, **kwargs):
-    """Run a page body; show planner's own errors (bad input, impossible configuration) as messages."""
+    """Run `fn`; return its result, or None after showing the error in a box: planner's own errors (bad
+    input, impossible configuration) as their one-line message, anything else as an internal error to
+    report. Never a stack trace, unless PLANNER_DEBUG=1 (then the exception propagates to Streamlit)."""
     from planner.errors import PlannerError
     try:
         return fn(*args, **kwargs)
     except PlannerError as exc:
         st.error(str(exc))
-    except (ValueError, json.JSONDecodeError, yaml.YAMLError) as exc:
-        st.error(f"Could not read the input: {exc}")
+    except Exception as exc:  # noqa: BLE001 - the one boundary that turns any failure into a message
+        if os.environ.get("PLANNER_DEBUG") == "1":
+            raise
+        st.error(f"internal error: {type(exc).__name__}: {str(exc)[:300]}. This is a bug in planner: please report "
+                 "it with the inputs that caused it (set PLANNER_DEBUG=1 to see the traceback).")
     return None
 
 
@@ -282,8 +289,10 @@ def page_plan() -> None:
                  f"{t['days']:.2f} days, ${t['cost_usd']:,.0f}")
     best = plan["best_single"]
     if best:
-        st.success(f"Best single type {best['device']}: ${best['cost_over_horizon_usd']:,.0f}; this plan saves "
-                   f"${best['saving_usd']:,.0f} ({best['saving_fraction']:.1%})")
+        from planner.plan.solve import format_objective
+        st.success(f"Best single type {best['device']}: {format_objective(best['value'], best['unit'])}; this plan "
+                   f"saves {format_objective(best['saving'], best['unit'])} ({best['saving_fraction']:.1%}) in its "
+                   f"objective, {plan['objective']}")
     if plan["pareto"]:
         st.caption("Cost versus energy (weights swept)")
         st.altair_chart(alt.Chart(pd.DataFrame(plan["pareto"])).mark_line(point=True).encode(
@@ -329,8 +338,8 @@ def main() -> None:
     st.sidebar.title("planner")
     page = st.sidebar.radio("Page", PAGES, key="page")
     st.sidebar.caption("Predictions, prices and plans from the planner library; every price shows its date.")
-    {"Workload": page_workload, "Cost": page_cost, "Plan": page_plan,
-     "Calibration and accuracy": page_calibration}[page]()
+    _shown({"Workload": page_workload, "Cost": page_cost, "Plan": page_plan,
+            "Calibration and accuracy": page_calibration}[page])
 
 
 main()

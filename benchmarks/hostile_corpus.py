@@ -1210,12 +1210,13 @@ def zygote(tree: Path, base: Path, sock_path: str) -> None:
     _bind_tree(tree)
     import torch
     torch.set_num_threads(1)
-    import planner.plan.scenario  # noqa: F401
     from planner.cli import main
-    with contextlib.suppress(Exception):
-        import planner.plan.check  # noqa: F401
-        import planner.plan.solve  # noqa: F401
-        import planner.plot  # noqa: F401
+    import importlib
+    # the layout before issue 10 had these modules at the top of planner/; import whichever exists
+    for name in ("planner.plan.scenario", "planner.plan.check", "planner.plan.solve", "planner.scenario",
+                 "planner.plan_check", "planner.plan", "planner.plot"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
     warm = [["predict", "gpt2", "--device", "h100"], ["predict", "gpt2", "--device", "h100", "--mode", "training"],
             ["predict", "bert-base", "--device", "h100"], ["predict", "bert-base", "--device", "h100", "--mode", "training"],
             ["predict", "resnet50", "--device", "h100"], ["predict", "resnet50", "--device", "h100", "--mode", "training"],

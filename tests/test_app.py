@@ -60,3 +60,29 @@ def test_calibration_page_lists_profiles_and_validation(app):
     assert not app.exception
     assert any("cpu-amd-epyc" in h.value for h in app.subheader)
     assert len(app.dataframe) >= 1
+
+
+def test_workload_page_with_gpt2_defaults_shows_numbers_not_a_stack(app):
+    # gpt2 has 1,024 learned positions: the default 1,024 input + 256 output tokens do not fit, so every
+    # device row fails; the page must say why in a box (it once raised KeyError 'usd_per_unit').
+    app.selectbox(key="model").set_value("gpt2").run()
+    assert not app.exception
+    app.selectbox(key="dtype").set_value("fp4").run()
+    assert not app.exception
+
+
+def test_an_unexpected_failure_is_an_error_box_asking_for_a_report(app, monkeypatch):
+    # Any exception that is not a PlannerError becomes one box naming it as an internal error, with no
+    # stack trace; PLANNER_DEBUG=1 would let it through to Streamlit instead.
+    import planner.plan.solve
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(planner.plan.solve, "solve", broken)
+    app.sidebar.radio(key="page").set_value("Plan").run()
+    app.text_area(key="plan_text").set_value(app.text_area(key="plan_text").value + "\n# a new cache key\n").run()
+    app.button(key="plan_solve").click().run()
+    assert not app.exception
+    [box] = [e.value for e in app.error]
+    assert box.startswith("internal error: ZeroDivisionError: float division by zero") and "report" in box

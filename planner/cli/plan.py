@@ -21,7 +21,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     from planner.plan.check import check
     from planner.plan.scenario import load
-    from planner.plan.solve import solve
+    from planner.plan.solve import format_objective, solve
+    from planner.units import json_safe
 
     scenario = load(args.scenario)
     if args.objective:
@@ -31,7 +32,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         out = plan.as_dict()
         out["check"] = {"passed": not problems, "problems": problems}
-        print(json.dumps(out, indent=2, default=str))
+        print(json.dumps(json_safe(out), indent=2, default=str, allow_nan=False))
         return 0 if not problems else 1
     print(f"plan for '{plan.scenario}' (objective {plan.objective}, {scenario.horizon_months:g} months)")
     print(f"{'candidate':<58} {'units':>5} {'GPUs':>5} {'$/month':>10} {'capex':>10} {'kW':>6} {'util':>5}  serves")
@@ -47,8 +48,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"energy         {plan.energy_kwh:,.0f} kWh, {plan.carbon_kg:,.0f} kg CO2e over the horizon")
     if plan.best_single:
         b = plan.best_single
-        print(f"best single    {b['device']}: ${b['cost_over_horizon_usd']:,.0f}; this plan saves ${b['saving_usd']:,.0f} "
-              f"({b['saving_fraction']:.1%})")
+        print(f"best single    {b['device']}: {format_objective(b['value'], b['unit'])}; this plan saves "
+              f"{format_objective(b['saving'], b['unit'])} ({b['saving_fraction']:.1%}) in its objective, {plan.objective}")
     for pt in plan.pareto:
         print(f"pareto         energy weight {pt['energy_weight']:.2f}: ${pt['cost_usd']:,.0f}, {pt['energy_kwh']:,.0f} kWh")
     for s in plan.sensitivity:

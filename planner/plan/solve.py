@@ -137,12 +137,37 @@ def solve(scenario: Scenario, ctx: Context | None = None, extras: bool = True) -
                 notes=tuple(notes))
     if not extras:
         return plan
-    return Plan(**{**plan.__dict__, "best_single": best_single(p, terms["cost"]), "pareto": pareto(p),
+    mixed = {k: pyo.value(v) for k, v in m._terms.items()}
+    best = best_single(p, scenario.objective, weights, scales, mixed)
+    return Plan(**{**plan.__dict__, "best_single": best, "pareto": pareto(p),
                    "sensitivity": sensitivity(p, terms["cost"], rows), "breakeven": breakeven(p, ctx)})
 
 
-def best_single(p: Problem, mixed_cost: float) -> dict | None:
-    """The cheapest plan restricted to one device type, and the mixed plan's saving against it."""
+OBJECTIVE_UNITS = {"cost": "USD", "energy": "kWh", "carbon": "kg CO2e", "weighted": "weighted score"}
+"""The unit each objective is measured in: the best-single comparison is made in it."""
+
+
+def objective_value(terms: dict[str, float], weights: dict[str, float], scales: dict[str, float]) -> float:
+    """The objective as the solver scores it: sum of weight x term / scale (USD, kWh or kg CO2e for a
+    single-term objective, where the weight is 1 and the scale 1; a unitless score for `weighted`)."""
+    return sum(weights.get(k, 0.0) * v / scales.get(k, 1.0) for k, v in terms.items())
+
+
+def format_objective(value: float, unit: str) -> str:
+    """Human text of an objective value in its unit: '$1,234', '1,234 kWh', '1,234 kg CO2e', '0.812'."""
+    if unit == "USD":
+        return f"-${-value:,.0f}" if value < 0 else f"${value:,.0f}"
+    if unit == "weighted score":
+        return f"{value:.3f}"
+    return f"{value:,.0f} {unit}"
+
+
+def best_single(p: Problem, objective: str, weights: dict[str, float], scales: dict[str, float],
+                mixed_terms: dict[str, float]) -> dict | None:
+    """The best plan restricted to one device type under the scenario's own objective, and what the
+    mixed plan saves against it in that objective's unit (`unit`): a carbon plan is compared in
+    kg CO2e, never in dollars it was not asked to minimize. Returns None when no single type is
+    feasible. `saving_fraction` is saving / the single type's value (0 when that value is 0)."""
     best = None
     for device in sorted({c.device_id for c in p.candidates}):
         keep = tuple(c for c in p.candidates if c.device_id == device)
@@ -152,17 +177,20 @@ def best_single(p: Problem, mixed_cost: float) -> dict | None:
         if any(not any(f == ff for ff, _ in sub.capacity) for f in sub.flows) or \
                 any(not any(j == jj for jj, _ in sub.configs) for j in sub.jobs):
             continue
-        m = _solve(sub, weights={"cost": 1.0})
+        m = _solve(sub, weights=weights, scales=scales)
         if m is None:
             continue
-        cost = pyo.value(m._terms["cost"])
-        if best is None or cost < best["cost_over_horizon_usd"]:
-            best = {"device": device, "cost_over_horizon_usd": cost}
+        terms = {k: pyo.value(v) for k, v in m._terms.items()}
+        value = objective_value(terms, weights, scales)
+        if best is None or value < best["value"]:
+            best = {"device": device, "value": value, "cost_over_horizon_usd": terms["cost"],
+                    "energy_kwh": terms["energy"], "carbon_kg": terms["carbon"]}
     if best is None:
         return None
-    best["saving_usd"] = best["cost_over_horizon_usd"] - mixed_cost
-    best["saving_fraction"] = best["saving_usd"] / best["cost_over_horizon_usd"] if best["cost_over_horizon_usd"] else 0.0
-    return best
+    plan_value = objective_value(mixed_terms, weights, scales)
+    saving = best["value"] - plan_value
+    return {**best, "objective": objective, "unit": OBJECTIVE_UNITS[objective], "plan_value": plan_value,
+            "saving": saving, "saving_fraction": saving / best["value"] if best["value"] else 0.0}
 
 
 def pareto(p: Problem, steps: int = 5) -> tuple[dict, ...]:

@@ -34,7 +34,21 @@ def test_mixed_llama_plan_beats_the_best_single_gpu_type(plans):
     devices = {r.device for r in plan.rows}
     assert len(devices) >= 2
     best = plan.best_single
-    assert best["saving_usd"] > 0 and plan.cost_over_horizon_usd < best["cost_over_horizon_usd"]
+    assert best["unit"] == "USD" and best["saving"] > 0 and plan.cost_over_horizon_usd < best["cost_over_horizon_usd"]
+    assert best["saving"] == pytest.approx(best["cost_over_horizon_usd"] - plan.cost_over_horizon_usd)
+
+
+def test_a_carbon_plan_is_compared_with_the_best_single_type_in_kg_co2e():
+    # Minimizing carbon over every device type can only do as well as or better than minimizing it over
+    # one type (the single-type problem is the mixed one with the other candidates removed), so the
+    # saving, in kg CO2e, is >= 0 up to the MILP gap; dollars are not what a carbon plan minimized.
+    scenario = load(ROOT / "examples" / "chat.yaml")
+    plan = solve(replace(scenario, objective="carbon", weights=(("carbon", 1.0),)))
+    best = plan.best_single
+    assert best["unit"] == "kg CO2e" and best["objective"] == "carbon"
+    assert best["plan_value"] == pytest.approx(plan.carbon_kg)
+    assert best["saving"] == pytest.approx(best["value"] - plan.carbon_kg)
+    assert best["saving"] >= -1e-6 * best["value"]
 
 
 def test_hybrid_keeps_the_onprem_share_and_caps(plans):
