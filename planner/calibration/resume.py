@@ -5,9 +5,10 @@
 finishes. Each record also carries `spent_s` (measuring seconds across every invocation when it
 finished) and `invocation` (which run measured it), so the time spent survives a Ctrl-C or a kill
 without another file. On resume the file is read leniently (a cut last line is dropped, a malformed
-line skipped, each with a note; nothing in it can stop a run) and rewritten atomically as a clean
-header plus the records kept: appends then always start on a fresh line. Without that rewrite, the
-first record after a cut line would be glued onto it and every later resume would stop reading there.
+line or a record that disagrees with its plan entry skipped, each with a note; nothing in it can stop
+a run) and rewritten atomically as a clean header plus the records kept: appends then always start on
+a fresh line. Without that rewrite, the first record after a cut line would be glued onto it and every
+later resume would stop reading there.
 """
 
 from __future__ import annotations
@@ -43,10 +44,22 @@ def _nonnegative(value: object) -> float:
         math.isfinite(value) and value >= 0 else 0.0
 
 
+_MEASURED = ("time_s", "flop", "bytes")
+"""What a measurement adds to its plan entry (`bytes`, a memory kernel's buffer size in the entry,
+becomes the traffic counted)."""
+
+
 def _record_ok(record: object, plan_keys: set[str]) -> bool:
-    """A record this plan could have written: its key is a plan entry's, and it holds either an error
-    or a positive finite time with finite FLOP and bytes (a NaN would poison the fit and the profile)."""
+    """A record this plan could have written: its key is a plan entry's, every field of that entry
+    (kind, dtype, shape, warm, ...) is in the record with the same value and type (the profile's fit
+    reads them: a record of a GEMM with no `m`, or a cold copy marked warm, would stop the run or skew
+    the bandwidth ceiling), and it holds either an error or a positive finite time with finite FLOP
+    and bytes (a NaN would poison the fit and the profile)."""
     if not isinstance(record, dict) or record.get("key") not in plan_keys or not isinstance(record.get("kind"), str):
+        return False
+    entry = json.loads(record["key"])  # a plan key: json.dumps of its entry
+    if any(field not in _MEASURED and (type(record.get(field)) is not type(value) or record.get(field) != value)
+           for field, value in entry.items()):
         return False
     if isinstance(record.get("error"), str):
         return True

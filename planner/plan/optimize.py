@@ -157,6 +157,17 @@ def build_model(p: Problem, weights: dict[str, float] | None = None, scales: dic
         training = sum(m.choose[j, k] * units for j, k, units in onprem_jobs.get(c, ()))
         return serving + training <= m.units[c]
 
+    # A candidate serves a share only if it has a unit. capacity_held implies it, but a tiny demand on a
+    # fast candidate gives coefficients demand/capacity below HiGHS's feasibility tolerance (3.7e-7 for
+    # gpt2 at 0.003 req/s), and the solver then accepts a share on 0 units. Here the coefficient is
+    # 1/(number of flows the candidate can serve), never below 1/(flows x buckets).
+    @m.Constraint(m.C)
+    def share_needs_a_unit(m, c):
+        flows = arcs_of_cand.get(c, ())
+        if not flows:
+            return pyo.Constraint.Skip
+        return sum(m.share[f, c] for f in flows) <= len(flows) * m.units[c]
+
     if p.jobs:
         configs_of_job: dict[str, list] = {}
         for j, k in p.configs:

@@ -1,8 +1,10 @@
 """YAML read as data only, with bounds: the safe loader (plain mappings, lists, strings, numbers; no
 Python tags), at most MAX_NODES nodes and MAX_ALIASES aliases, nested at most MAX_DEPTH deep, and
 at most MAX_EXPANDED_NODES nodes once every alias is expanded (a "billion laughs" alias bomb
-composes fast but expands to 10^9 nodes: it is refused before anything walks it). Every failure is
-one ConfigError line; nothing read here is executed.
+composes fast but expands to 10^9 nodes: it is refused before anything walks it). A key repeated in
+one mapping is refused too (PyYAML would keep the last value silently; `1` and `true`, or `1` and
+`1.0`, are the same Python key). Every failure is one ConfigError line (a control character such as
+NUL included); nothing read here is executed.
 """
 
 from __future__ import annotations
@@ -48,9 +50,35 @@ class _BoundedLoader(yaml.SafeLoader):
         try:
             if self.depth > MAX_DEPTH:
                 raise _Refused(f"nested deeper than {MAX_DEPTH} levels")
-            return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
         finally:
             self.depth -= 1
+        if isinstance(node, yaml.MappingNode):
+            self._unique_keys(node)
+        return node
+
+    def _unique_keys(self, node: yaml.MappingNode) -> None:
+        """Raise _Refused when two keys of `node` are the same Python key. Only scalar keys can be
+        (a list or mapping key is unhashable, which the constructor reports); merge keys (<<) may
+        repeat what they merge, as YAML allows."""
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:
+                continue
+            if first is not key_node:
+                raise _Refused(f"the key {_spelled(key_node)} on line {key_node.start_mark.line + 1} repeats the key "
+                               f"{_spelled(first)} on line {first.start_mark.line + 1}; a mapping holds each key once")
+
+
+def _spelled(node: yaml.ScalarNode) -> str:
+    """A key as the file spells it, quoted and cut short for a message."""
+    text = " ".join(str(node.value).split())
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -101,8 +129,9 @@ def _one_line(exc: BaseException) -> str:
 def load_yaml(text: str, what: str) -> Any:
     """The data of one YAML document (None when it is empty); ConfigError naming `what` when it is not
     valid YAML, holds a Python tag, or exceeds a bound of this module."""
-    loader = _BoundedLoader(text)
+    loader = None
     try:
+        loader = _BoundedLoader(text)  # the reader refuses a control character (NUL, ...) here already
         node = loader.get_single_node()
         if node is None:
             return None
@@ -116,4 +145,5 @@ def load_yaml(text: str, what: str) -> Any:
         # e.g. an integer of more digits than Python converts, or a date like 2024-13-45
         raise ConfigError(f"{what}: not valid YAML ({type(exc).__name__}: {_one_line(exc)})") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()

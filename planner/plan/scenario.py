@@ -31,6 +31,7 @@ workload's model must generate tokens (SERVING_FAMILIES).
 
 from __future__ import annotations
 
+import datetime
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,8 +179,19 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _article(word: str) -> str:
+    """ "an" before a vowel ("an encoder model"), "a" otherwise ("a vision model")."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
 def _key(key: Any) -> str:
-    text = str(key) if isinstance(key, (str, int, float, bool)) or key is None else type(key).__name__
+    """A mapping key for a message, spelled as YAML writes it (null, true, false), never its contents."""
+    if key is None or isinstance(key, bool):
+        text = "null" if key is None else "true" if key else "false"
+    elif isinstance(key, (str, int, float, datetime.date)):
+        text = str(key)
+    else:
+        text = type(key).__name__
     text = " ".join(text.split())
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -303,9 +315,10 @@ def _model(node: _At, serving: bool, allow_model_files: bool) -> str:
     except PlannerError as exc:
         raise node.fail(str(exc)) from None
     if serving and model.family not in SERVING_FAMILIES:
-        raise node.fail(f"'{stripped}' is a {model.family} model: a serving workload with TTFT and TPOT SLOs needs a "
-                        f"model that generates tokens (family {', '.join(SERVING_FAMILIES)}: llama, mistral, mixtral, "
-                        "gpt2, gpt-j); an encoder or vision model has no time per output token")
+        raise node.fail(f"'{stripped}' is {_article(model.family)} {model.family} model: a serving workload with TTFT "
+                        f"and TPOT SLOs needs a model that generates tokens (family {', '.join(SERVING_FAMILIES)}: "
+                        "llama, mistral, mixtral, gpt2, gpt-j); an encoder or vision model has no time per output "
+                        "token")
     return name
 
 

@@ -95,4 +95,5 @@ def default_context() -> Context:
     root = os.environ.get("PLANNER_HARDWARE_SPECS") or None
     catalog = load_catalog(root)
     profiles = load_profiles(str(Path(root) / "calibration") if root else None)
-    return Context(catalog, load_defaults(), PowerModel.from_catalog(catalog), dict(profiles))
+    defaults = load_defaults(str(Path(root) / "efficiency" / "defaults.json") if root else None)
+    return Context(catalog, defaults, PowerModel.from_catalog(catalog), dict(profiles))
