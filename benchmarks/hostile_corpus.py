@@ -5,7 +5,8 @@ the hostile files it needs (--configs JSONL/CSV files, config.json model files, 
 damaged copies of hardware_specs/ named by PLANNER_HARDWARE_SPECS), and a runner that runs them
 in-process through `planner.cli.main(argv)` of the tree given by --tree, and counts:
 
-  traceback       an exception other than PlannerError escaped main (or a traceback on stderr)
+  traceback       an exception other than PlannerError escaped main, a traceback on stderr, or the CLI's
+                  catch-all reported an internal error (exit status 3): each is a bug
   crash           the process running the case died (segfault, abort, out of memory)
   hang            the case ran past 10 s
   nan_output      NaN / Infinity / nan / inf printed where a number belongs
@@ -1125,6 +1126,9 @@ def _classify(status, stdout: str, stderr: str, exc_info: dict | None) -> tuple[
         return "success", ""
     if status == 2:
         return "clean_error", (stderr.strip().splitlines() or [""])[-1][:300]
+    if status == 3 and "internal error" in stderr:
+        # the CLI's catch-all turned an unexpected exception into one line: still a bug found
+        return "traceback", "internal error (exit 3): " + (stderr.strip().splitlines() or [""])[-1][:200]
     return "other_status", f"exit status {status}: " + (stderr.strip().splitlines() or [""])[-1][:200]
 
 
@@ -1181,7 +1185,7 @@ def worker_loop(sock: socket.socket, tree: Path, base: Path, main) -> None:
         result = {"id": case["id"], "outcome": outcome, "detail": detail, "status": status if isinstance(status, int)
                   else str(status), "elapsed_s": round(elapsed, 4),
                   "stdout_tail": stdout[-300:], "stderr_tail": stderr[-400:],
-                  "multiline_planner_error": status == 2 and stderr.startswith("planner: error:") and len(stderr_lines) > 1,
+                  "multiline_planner_error": status == 2 and len(stderr_lines) > 1,
                   "long_error": status == 2 and len(stderr) > 2000,
                   "warning_on_stderr": status == 0 and "Warning" in stderr}
         wfile.write(json.dumps(result) + "\n")
@@ -1210,8 +1214,9 @@ def zygote(tree: Path, base: Path, sock_path: str) -> None:
     _bind_tree(tree)
     import torch
     torch.set_num_threads(1)
-    from planner.cli import main
     import importlib
+
+    from planner.cli import main
     # the layout before issue 10 had these modules at the top of planner/; import whichever exists
     for name in ("planner.plan.scenario", "planner.plan.check", "planner.plan.solve", "planner.scenario",
                  "planner.plan_check", "planner.plan", "planner.plot"):

@@ -1,0 +1,587 @@
+"""Validate planner's predictions against 250 published measurements (issue 12, item 6).
+
+Reads benchmarks/data/dev_measurements.csv (a copy of the development validation set; see
+benchmarks/data/README.md for its columns and sources; nothing outside the repository is read). For
+every row planner can express, it predicts the row's metric through the public API (`planner.predict`:
+Request, predict, default_context; `planner.predict.ops.predict_op` for GEMMs, device copies and
+collectives, as `planner op` does) and compares it with the published value. Rows it cannot express
+are listed with the reason; no number is ever filled in for them.
+
+Run (about 15-20 s on 2 cores, start-up included):
+    .venv/bin/python benchmarks/dev_validation.py                          # print the tables
+    .venv/bin/python benchmarks/dev_validation.py --limit 20               # the first 20 rows only
+    .venv/bin/python benchmarks/dev_validation.py --category gemm --category membw
+    .venv/bin/python benchmarks/dev_validation.py --out benchmarks/results/dev_validation_before.json
+    .venv/bin/python benchmarks/dev_validation.py --save                   # benchmarks/results/dev_validation.json
+
+What is expressed. A row is predicted when its model is a zoo id, its device maps to a catalog device,
+its precision to one planner dtype, its parallel layout to tp/pp/dp/ZeRO, and its metric can be computed
+from a prediction. The line is drawn at *what* runs, not *how well*: features that change the work
+(weight-only INT8/INT4, an FP8 KV cache under BF16 weights, context parallelism, grouped GEMMs, a request
+length distribution, an unstated batch or GPU count) make a row not expressed; features that change how
+efficiently the same work runs (torch.compile, CUDA graphs, async TP, fused kernels, power limits) do not,
+and are listed in the row's notes. Mapping decisions:
+- models: Llama 3 8B/70B are predicted as llama-3.1-8b/70b (the same layers; only the context length
+  differs); timm resnet50 and DLE ResNet-50 v1.5 as resnet50; vit_base_patch16_224 as vit-b-16.
+- devices: `device_match` is "exact" when the catalog holds the stated SKU, "nearest" when the row
+  names a variant the catalog does not hold but whose chip it does (H800 -> h100-sxm, V100 16GB ->
+  v100-sxm2-32gb, Grand Teton H100 96GB 500 W -> h100-sxm, power-limited A100/B200, unstated form
+  factors -> SXM); the note says what differs. Other devices are not expressed.
+- precision: TF32 -> tf32 (not fp32: planner runs tf32 matmuls on TF32 tensor peaks), AMP FP16 -> fp16,
+  BF16 mixed -> bf16, FP8 recipes (tensorwise, rowwise, block-scaled, MXFP8) -> fp8, NVFP4 -> fp4.
+  planner counts every floating-point tensor at the one dtype (training keeps fp32 master weights and
+  optimizer state).
+- workloads: LLM serving rows are one static batch (offline runs of N prompts: the batch of all N when it
+  fits in memory, else the largest power of two below N that fits, run in waves); concurrency-C serving is
+  a static batch of C; training rows use the stated per-GPU micro-batch, one micro-batch per step unless
+  gradient accumulation is stated, ZeRO-3 for FSDP, ZeRO-0 for DDP, and the stated activation
+  checkpointing (per-op SAC -> selective); an LLM training row that does not state it is not expressed.
+- metrics: images/sequences per s = samples per s of the deployment (per GPU where the metric says so);
+  tokens_per_s_total = batch x (input + output) / latency; output_tokens_per_s and TRT-LLM's tokens_per_s
+  = batch x output / latency (generated tokens; see the data README); tokens_per_s_per_user = output /
+  latency of a batch-1 request; ms_per_token = TPOT; s_per_batch = latency; tokens_per_s_per_gpu =
+  training tokens/s / GPUs; mfu_fraction = planner's MFU; tflop_per_s = 2MNK / time (the best over the
+  stated sizes for "best of" rows); gb_per_s = 2 x bytes / time of a device copy; busbw_gb_per_s =
+  nccl-tests bus bandwidth; time_us = collective time.
+
+Output. stdout: median and p90 of |ln(predicted / measured)| and the median signed ln ratio (bias: > 0 =
+planner predicts more of the metric than measured) per category, per engine family and per GPU; the
+count expressed out of the rows read; the rows not expressed, grouped by reason; planner errors with
+their inputs. With --out PATH or --save, JSON with one record per row:
+    id, category, model, hardware, engine (the framework_and_version column), engine_family, metric,
+    measured (the published value), expressed (bool), and when expressed: predicted, ln_ratio =
+    ln(predicted / measured), abs_ln_ratio, device, device_match, gpu (the GPU label used for grouping),
+    fits (planner's memory check; the measured run did fit), tier, settings (the planner call: Request
+    fields or op arguments, plus notes on approximations); when not expressed: reason (the first check that
+    fails, "kind: detail"), the planner call when the library refused it, and traceback for an unexpected
+    library error.
+"""
+
+import argparse
+import csv
+import datetime
+import math
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import output  # benchmarks/output.py: --out PATH, --save
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "benchmarks" / "data" / "dev_measurements.csv"
+sys.path.insert(0, str(ROOT))
+
+from planner.errors import PlannerError  # noqa: E402
+from planner.predict import Request, default_context, predict  # noqa: E402
+from planner.predict.ops import predict_op  # noqa: E402
+
+NAME = "dev_validation"
+
+
+class NotExpressed(Exception):
+    """A row planner cannot express; the message is the reason (kind: detail)."""
+
+
+# ---------------------------------------------------------------- mappings (first match wins)
+
+MODELS = (  # (pattern on the model column, zoo id, note)
+    (r"^ResNet-50 v1\.5$|^resnet50$", "resnet50", None),
+    (r"^vit_base_patch16_224$", "vit-b-16", None),
+    (r"^BERT-large", "bert-large", None),
+    (r"^Llama-2-7B", "llama-2-7b", None),
+    (r"^Llama-2-13B", "llama-2-13b", None),
+    (r"^Llama-2-70B", "llama-2-70b", None),
+    (r"^Llama-3\.1-8B", "llama-3.1-8b", None),
+    (r"^(Meta-)?Llama-3-8B", "llama-3.1-8b", "Llama 3 8B as llama-3.1-8b (same layers; context length differs)"),
+    (r"^Llama-3\.1-70B", "llama-3.1-70b", None),
+    (r"^(Meta-)?Llama-3-70B", "llama-3.1-70b", "Llama 3 70B as llama-3.1-70b (same layers; context length differs)"),
+    (r"^Llama-3\.1-405B", "llama-3.1-405b", None),
+    (r"^Mistral-7B-v0\.1", "mistral-7b", None),
+    (r"^Mixtral-8x7B", "mixtral-8x7b", None),
+    (r"^GPT-3 175B", "gpt-3-175b", "vocabulary 131072 in the row, 50257 in the zoo config"),
+)
+
+HARDWARE = (  # (pattern on the hardware column, catalog id or None, GPU label, note: what differs / why not)
+    (r"MI250X, one GCD", None, "MI250X (1 GCD)", "one GCD of an MI250X; catalog mi250x is the whole 2-GCD OAM"),
+    (r"^RTX|Radeon|MI210|^L20\b", None, None, "not in the catalog"),
+    (r"A100 PCIe 40GB", None, "A100 PCIe 40GB",
+     "not in the catalog (a100-pcie-80gb has other bandwidth and TDP)"),
+    (r"^H800", "h100-sxm", "H800 SXM5", "H800 SXM5 as h100-sxm (same compute and HBM3; NVLink 400 GB/s)"),
+    (r"^H100 SXM 96GB HBM2e", "h100-sxm", "H100 96GB HBM2e 500W (Grand Teton)",
+     "96 GB HBM2e part at 500 W as h100-sxm (80 GB HBM3, 700 W)"),
+    (r"^H100 PCIe", "h100-pcie", "H100 PCIe", None),
+    (r"^H100 SXM5? 80GB", "h100-sxm", "H100 SXM5 80GB", None),
+    (r"^H100", "h100-sxm", "H100 (variant not stated)", "H100 variant not stated: as h100-sxm"),
+    (r"^H200 SXM", "h200-sxm", "H200 SXM", None),
+    (r"^H200", "h200-sxm", "H200 (form factor not stated)", "H200 form factor not stated: as h200-sxm"),
+    (r"^GB200", "gb200", "GB200", None),
+    (r"^B200 180GB", "b200", "B200", None),
+    (r"^B200.*power-limited", "b200", "B200 (power-limited)", "power limit (not stated) not modelled"),
+    (r"^B200", "b200", "B200 (variant not stated)", "B200 variant not stated: as b200 (HGX, 1000 W)"),
+    (r"^A100 SXM4 80GB", "a100-sxm-80gb", "A100 SXM4 80GB", None),
+    (r"^A100 SXM4 40GB", "a100-sxm-40gb", "A100 SXM4 40GB", None),
+    (r"^A100 80GB.*330W", "a100-sxm-80gb", "A100 80GB at 330W", "SXM4 presumed; 330 W power limit not modelled"),
+    (r"^A100 80GB", "a100-sxm-80gb", "A100 80GB (form factor not stated)", "form factor not stated: as SXM4"),
+    (r"^A100 40GB", "a100-sxm-40gb", "A100 40GB (form factor not stated)", "form factor not stated: as SXM4"),
+    (r"^V100 SXM2 16GB", "v100-sxm2-32gb", "V100 SXM2 16GB",
+     "16 GB part as v100-sxm2-32gb (same chip, clocks and bandwidth)"),
+    (r"^V100 32GB", "v100-sxm2-32gb", "V100 32GB (form factor not stated)", "form factor not stated: as SXM2"),
+    (r"MI300X", "mi300x", "MI300X", None),
+    (r"^T4\b", "t4", "T4", None),
+    (r"^L4\b", "l4", "L4", None),
+    (r"^L40S\b", "l40s", "L40S", None),
+    (r"^A10\b", "a10", "A10", None),
+)
+
+PRECISIONS = (  # (pattern on the precision column, dtype or None, note or reason)
+    (r"INT4", None, "INT4 weight-only quantization: planner has no int4 dtype"),
+    (r"INT8", None, "weight-only INT8 (16-bit activations and KV cache): planner's int8 puts every tensor at 8 bits"),
+    (r"FP8 KV", None, "BF16 weights with an FP8 KV cache and attention: planner has one dtype per workload"),
+    (r"MXFP4|native weights", None, "MXFP4 experts with BF16 elsewhere: planner has one dtype per workload"),
+    (r"NVFP4", "fp4", "NVFP4 as fp4 (block scales not counted)"),
+    (r"MXFP8", "fp8", "MXFP8 as fp8 (block scales not counted)"),
+    (r"FP8(?! not claimed)", "fp8", "FP8 as fp8 for every floating-point tensor (BF16 attention not modelled)"),
+    (r"TF32", "tf32", None),
+    (r"BF16", "bf16", None),
+    (r"AMP|FP16", "fp16", None),
+    (r"FP32", "fp32", None),
+)
+
+ENGINES = (  # (pattern on framework_and_version, engine family)
+    (r"TensorRT-LLM", "TensorRT-LLM"), (r"vLLM", "vLLM"), (r"DeepSpeed", "DeepSpeed"),
+    (r"Accelerate|diffusers", "Hugging Face (Accelerate, diffusers)"), (r"Megatron|NeMo", "Megatron/NeMo"),
+    (r"torchtitan", "torchtitan (PyTorch)"), (r"fms-fsdp", "PyTorch FSDP (IBM fms-fsdp)"),
+    (r"simple eager", "PyTorch"), (r"gpt-fast", "gpt-fast (PyTorch)"), (r"DeepGEMM", "DeepGEMM"),
+    (r"hipBLASLt", "hipBLASLt"), (r"cuBLAS|CUBLAS", "cuBLAS/cuBLASLt"), (r"hand-written", "custom CUDA kernel"),
+    (r"BabelStream", "BabelStream"), (r"nvbandwidth", "nvbandwidth"), (r"TransferBench", "TransferBench"),
+    (r"RCCL", "RCCL (rccl-tests)"), (r"NCCL", "NCCL (nccl-tests)"), (r"PyTorch|timm", "PyTorch"),
+)
+
+BABELSTREAM_ARRAY_BYTES = 2**25 * 8
+"""BabelStream's default array: 2^25 FP64 elements (the rows say "BabelStream default, not restated")."""
+
+
+def first_match(table, text: str):
+    for entry in table:
+        if re.search(entry[0], text):
+            return entry[1:]
+    return None
+
+
+def engine_family(framework: str) -> str:
+    found = first_match(ENGINES, framework)
+    return found[0] if found else "other"
+
+
+def device_of(hardware: str) -> tuple[str, str, str | None]:
+    """(catalog id, GPU label, note or None); NotExpressed when the catalog does not hold it."""
+    found = first_match(HARDWARE, hardware)
+    if found is None:
+        raise NotExpressed(f"device not in the catalog: {hardware}")
+    device, label, note = found
+    if device is None:
+        raise NotExpressed(f"device not in the catalog: {hardware} ({note})")
+    return device, label, note
+
+
+def model_of(name: str) -> tuple[str, str | None]:
+    found = first_match(MODELS, name)
+    if found is None:
+        raise NotExpressed(f"model not in the zoo: {name}")
+    return found
+
+
+def dtype_of(precision: str) -> tuple[str, str | None]:
+    found = first_match(PRECISIONS, precision)
+    if found is None:
+        raise NotExpressed(f"precision not mapped to a planner dtype: {precision}")
+    dtype, note = found
+    if dtype is None:
+        raise NotExpressed(f"precision not modelled: {note}")
+    return dtype, note
+
+
+def integer(row: dict, column: str, what: str) -> int:
+    text = row[column].strip()
+    if not re.fullmatch(r"\d+", text):
+        raise NotExpressed(f"configuration not stated: {what} ({column} = {text!r})")
+    return int(text)
+
+
+# ---------------------------------------------------------------- what to run for a row
+
+@dataclass
+class Plan:
+    """How to predict one row: a Request (kind "request") or op calls (kind "op"), and how to read the metric."""
+
+    kind: str
+    device: str
+    gpu: str
+    device_match: str
+    settings: dict
+    notes: list = field(default_factory=list)
+
+
+def parallel_layout(row: dict, mode: str) -> dict:
+    """tp, pp, dp, zero and gpus from the parallelism text and the accelerator count."""
+    text = row["parallelism"]
+    gpus_text = row["accelerator_count"].strip()
+    if not gpus_text:
+        raise NotExpressed("configuration not stated: GPU count")
+    gpus = int(gpus_text)
+    if "exact layout only in" in text:
+        raise NotExpressed(f"configuration not stated: parallel layout ({text})")
+    if "EP=" in text:
+        raise NotExpressed(f"parallelism not modelled: expert-parallel / expert-FSDP hybrid ({text})")
+    cp = re.search(r"CP=(\d+)", text)
+    if cp and int(cp.group(1)) > 1:
+        raise NotExpressed(f"parallelism not modelled: context parallelism ({text})")
+    tp = int(m.group(1)) if (m := re.search(r"TP=(\d+)", text)) else 1
+    pp = int(m.group(1)) if (m := re.search(r"PP=(\d+)", text)) else 1
+    if "layer-wise pipeline" in text:
+        pp = gpus
+    if mode == "training" and pp > 1:
+        raise NotExpressed(f"configuration not stated: pipeline micro-batch size ({text})")
+    zero = 3 if "FSDP" in text else 0
+    fsdp = re.search(r"FSDP=(\d+)", text)
+    dp = int(fsdp.group(1)) if fsdp else gpus // (tp * pp)
+    if tp * pp * dp != gpus:
+        raise NotExpressed(f"configuration inconsistent: layout {text!r} does not make {gpus} GPUs")
+    return {"gpus": gpus, "tp": tp, "pp": pp, "dp": dp, "zero": zero}
+
+
+def recompute_of(row: dict) -> str:
+    notes = row["notes"]
+    found = re.search(r"activation checkpointing: (none|selective|full)", notes)
+    if found:
+        return found.group(1)
+    if re.search(r"full AC", notes):
+        return "full"
+    if re.search(r"selective AC|per-op SAC", notes):
+        return "selective"
+    if re.search(r"AC none", notes):
+        return "none"
+    raise NotExpressed("configuration not stated: activation checkpointing")
+
+
+def plan_model(row: dict) -> Plan:
+    category, metric = row["category"], row["metric"]
+    model, model_note = model_of(row["model"])
+    device, gpu, device_note = device_of(row["hardware"])
+    dtype, dtype_note = dtype_of(row["precision"])
+    mode = "training" if category.startswith("training") else "inference"
+    layout = parallel_layout(row, mode)
+    notes = [n for n in (model_note, device_note, dtype_note) if n]
+    if metric == "requests_per_s":
+        raise NotExpressed("workload not modelled: a request-length distribution (ShareGPT) needs a simulator")
+    batch = integer(row, "batch_size", "batch")
+    fields = {"model": model, "device": device, "mode": mode, "dtype": dtype, **layout}
+    if mode == "training":
+        llm = category == "training_llm"
+        if llm:
+            recompute = recompute_of(row)
+        else:
+            recompute = "none"
+            notes.append("no activation checkpointing (DLE and timm scripts use none)")
+        fields.update(micro_batch=batch, recompute=recompute)
+        if category == "training_vision":
+            fields["image_size"] = integer(row, "image_size", "image size")
+        else:
+            fields["seq_len"] = integer(row, "input_len", "sequence length")
+        accumulated = re.search(r"accumulated (\d+)", row["notes"])
+        if accumulated and layout["dp"] == 1:
+            fields["global_batch"] = int(accumulated.group(1))
+            notes.append(f"gradient accumulation: {int(accumulated.group(1)) // batch} micro-batches per step")
+        elif category == "training_bert" and not re.search(r"accumulation 1\b", row["notes"]):
+            notes.append("gradient accumulation not stated: one micro-batch per optimizer step")
+        if metric not in ("tokens_per_s_per_gpu", "mfu_fraction", "images_per_s", "images_per_s_total",
+                          "sequences_per_s_total"):
+            raise NotExpressed(f"metric not produced: {metric} for training")
+        if "async TP" in row["parallelism"]:
+            notes.append("async TP (communication overlap) not modelled")
+    elif category in ("inference_vision", "inference_bert"):
+        fields["batch"] = batch
+        if category == "inference_vision":
+            fields["image_size"] = integer(row, "image_size", "image size")
+        else:
+            fields["seq_len"] = integer(row, "input_len", "sequence length")
+        if metric not in ("images_per_s", "sequences_per_s"):
+            raise NotExpressed(f"metric not produced: {metric} for a forward pass")
+    else:
+        output_len = integer(row, "output_len", "output length")
+        if "intercept" in row["scenario"]:
+            input_len = 1
+            notes.append("fitted ITL intercept (zero context): predicted as TPOT with a 1-token prompt")
+        else:
+            input_len = integer(row, "input_len", "input length")
+        fields.update(batch=batch, input_len=input_len, output_len=output_len)
+        if "concurrency" in row["scenario"]:
+            notes.append(f"concurrency {batch} online serving as one static batch of {batch}")
+        if metric not in ("tokens_per_s_total", "output_tokens_per_s", "tokens_per_s", "tokens_per_s_per_user",
+                          "ms_per_token", "s_per_batch", "ms_per_generated_token_amortized"):
+            raise NotExpressed(f"metric not produced: {metric} for LLM serving")
+        if metric == "tokens_per_s":
+            notes.append("tokens_per_s read as generated tokens / latency (the data README: definition uncertain)")
+    match = "exact" if device_note is None else "nearest"
+    return Plan("request", device, gpu, match, {"request": fields, "offline": "offline" in row["scenario"]}, notes)
+
+
+def gemm_shapes(row: dict) -> tuple[list[tuple[int, int, int]], str | None]:
+    """The (M, N, K) shapes of a GEMM row: one, or the stated sizes of a best-of row."""
+    name = row["model"]
+    if "grouped" in name:
+        raise NotExpressed("kernel not in planner op: grouped GEMM (planner op times single GEMMs)")
+    if m := re.search(r"M=N=K=(\d+)", name):
+        n = int(m.group(1))
+        return [(n, n, n)], None
+    if m := re.search(r"M=(\d+) N=(\d+) K=(\d+)", name):
+        return [tuple(int(g) for g in m.groups())], None
+    if "best of" in name and (m := re.search(r"N in \{([\d,]+)\}", row["notes"])):
+        sizes = [int(s) for s in m.group(1).split(",")]
+        return [(n, n, n) for n in sizes], f"best predicted TFLOP/s over square sizes {sizes}"
+    raise NotExpressed(f"GEMM shape not parsed: {name}")
+
+
+def plan_op(row: dict) -> Plan:
+    category, metric, name = row["category"], row["metric"], row["model"]
+    notes = []
+    if category == "collective":
+        if not re.search(r"all_reduce", name):
+            raise NotExpressed(f"kernel not in planner op: point-to-point link bandwidth ({name})")
+        args = {"op": "allreduce", "nbytes": float(integer(row, "batch_size", "message size")),
+                "gpus": integer(row, "accelerator_count", "GPU count"), "nodes": integer(row, "nodes", "nodes")}
+        calls = [args]
+    elif category == "membw":
+        if "Copy" in name:
+            nbytes = BABELSTREAM_ARRAY_BYTES
+            notes.append("BabelStream default array (2^25 FP64 elements, not stated in the row)")
+        elif "tensor copy" in name and (m := re.search(r"2\^([\d.]+) elements", row["notes"])):
+            nbytes = round(2 ** float(m.group(1))) * 4
+            notes.append(f"largest size of the sweep: 2^{m.group(1)} fp32 elements")
+        elif "Triad" in name:
+            raise NotExpressed("kernel not in planner op: BabelStream Triad (a device copy only, no 3-stream kernel)")
+        else:
+            raise NotExpressed(f"not a measurement: {row['scenario']} (a stated estimate)")
+        calls = [{"op": "copy", "nbytes": float(nbytes)}]
+    else:
+        dtype, dtype_note = dtype_of(row["precision"])
+        shapes, best_note = gemm_shapes(row)
+        notes += [n for n in (dtype_note, best_note) if n]
+        calls = [{"op": "gemm", "m": m, "n": n, "k": k, "dtype": dtype} for m, n, k in shapes]
+    device, gpu, device_note = device_of(row["hardware"])
+    if device_note:
+        notes.append(device_note)
+    if metric not in ("tflop_per_s", "gb_per_s", "busbw_gb_per_s", "time_us"):
+        raise NotExpressed(f"metric not produced: {metric} by planner op")
+    return Plan("op", device, gpu, "exact" if device_note is None else "nearest", {"ops": calls}, notes)
+
+
+def plan_row(row: dict) -> Plan:
+    if row["category"] in ("gemm", "membw", "collective"):
+        return plan_op(row)
+    return plan_model(row)
+
+
+# ---------------------------------------------------------------- predicting
+
+def run_request(fields: dict, ctx, cache: dict):
+    """predict() once per distinct Request (rows that differ only in engine share one); the folded graphs
+    are cached by planner itself (device_graph is memoized per model, workload, tp and ep)."""
+    req = Request(**fields)
+    if req not in cache:
+        cache[req] = predict(req, ctx)
+    return cache[req]
+
+
+def predict_model(plan: Plan, metric: str, ctx, cache: dict) -> tuple[float, dict]:
+    fields = dict(plan.settings["request"])
+    p = run_request(fields, ctx, cache)
+    if fields["mode"] == "inference" and "input_len" in fields and plan.settings["offline"] and not p.fits:
+        # offline runs of N prompts: waves of the largest power-of-two batch below N that fits
+        asked = fields["batch"]
+        b = 2 ** int(math.log2(asked))
+        b = b // 2 if b == asked else b
+        while b >= 1 and not run_request({**fields, "batch": b}, ctx, cache).fits:
+            b //= 2
+        if b >= 1:
+            fields["batch"] = b
+            p = run_request(fields, ctx, cache)
+            plan.notes.append(f"{asked} prompts do not fit at once: waves of batch {b}")
+        else:
+            plan.notes.append(f"{asked} prompts do not fit at once, nor does batch 1: predicted at {asked}")
+    m = p.metrics
+    if fields["mode"] == "training":
+        value = {"tokens_per_s_per_gpu": lambda: m["tokens_per_s"] / p.gpus, "mfu_fraction": lambda: m["mfu"],
+                 "images_per_s": lambda: m["samples_per_s"], "images_per_s_total": lambda: m["samples_per_s"],
+                 "sequences_per_s_total": lambda: m["samples_per_s"]}[metric]()
+    elif "input_len" not in fields:
+        value = m["throughput_samples_per_s"]
+    else:
+        batch, tokens_in, tokens_out = m["batch"], m["input_len"], m["output_len"]
+        replicas = p.parallelism.dp
+        value = {"tokens_per_s_total": lambda: replicas * batch * (tokens_in + tokens_out) / m["latency_s"],
+                 "output_tokens_per_s": lambda: m["throughput_tokens_per_s"],
+                 "tokens_per_s": lambda: m["throughput_tokens_per_s"],
+                 "tokens_per_s_per_user": lambda: tokens_out / m["latency_s"],
+                 "ms_per_token": lambda: m["tpot_s"] * 1e3,
+                 "s_per_batch": lambda: m["latency_s"],
+                 "ms_per_generated_token_amortized": lambda: m["latency_s"] / (batch * tokens_out) * 1e3}[metric]()
+    plan.settings["request"] = fields
+    return value, {"fits": p.fits, "tier": p.tier}
+
+
+def predict_ops(plan: Plan, metric: str, ctx) -> tuple[float, dict]:
+    values, tier = [], None
+    for call in plan.settings["ops"]:
+        args = {k: v for k, v in call.items() if k != "op"}
+        r = predict_op(call["op"], plan.device, ctx=ctx, **args)
+        tier = r.tier
+        values.append({"tflop_per_s": r.rate / 1e12, "gb_per_s": r.rate / 1e9, "busbw_gb_per_s": r.rate / 1e9,
+                       "time_us": r.time_s * 1e6}[metric])
+        call.update(predicted=values[-1], time_s=r.time_s, bound=r.bound)
+    return max(values), {"fits": None, "tier": tier}
+
+
+def evaluate(row: dict, ctx, cache: dict) -> dict:
+    record = {"id": row["id"], "category": row["category"], "model": row["model"], "hardware": row["hardware"],
+              "engine": row["framework_and_version"], "engine_family": engine_family(row["framework_and_version"]),
+              "metric": row["metric"], "measured": float(row["value"])}
+    try:
+        plan = plan_row(row)
+    except NotExpressed as exc:
+        return {**record, "expressed": False, "reason": str(exc)}
+    try:
+        if plan.kind == "request":
+            predicted, extra = predict_model(plan, row["metric"], ctx, cache)
+        else:
+            predicted, extra = predict_ops(plan, row["metric"], ctx)
+    except PlannerError as exc:
+        reason = f"planner refused: {' '.join(str(exc).split())}"
+        return {**record, "expressed": False, "reason": reason, "settings": plan.settings}
+    except Exception as exc:  # a library bug: keep going, record the inputs and the traceback
+        reason = f"planner error: {type(exc).__name__}: {exc}"
+        return {**record, "expressed": False, "reason": reason, "settings": plan.settings,
+                "traceback": traceback.format_exc()}
+    ln_ratio = math.log(predicted / record["measured"])
+    return {**record, "expressed": True, "predicted": predicted, "ln_ratio": ln_ratio, "abs_ln_ratio": abs(ln_ratio),
+            "device": plan.device, "device_match": plan.device_match, "gpu": plan.gpu, **extra,
+            "settings": {**plan.settings, "notes": plan.notes}}
+
+
+# ---------------------------------------------------------------- summary and printing
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default) of a non-empty list."""
+    s = sorted(values)
+    pos = (len(s) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def summarize(records: list[dict], key: str) -> dict:
+    groups: dict[str, list[dict]] = {}
+    for r in records:
+        groups.setdefault(r[key], []).append(r)
+    out = {}
+    for name in sorted(groups, key=lambda g: (-len(groups[g]), g)):
+        errs = [r["abs_ln_ratio"] for r in groups[name]]
+        out[name] = {"n": len(errs), "median_abs_ln_ratio": statistics.median(errs),
+                     "p90_abs_ln_ratio": percentile(errs, 0.9),
+                     "median_ln_ratio": statistics.median(r["ln_ratio"] for r in groups[name])}
+    return out
+
+
+def print_table(title: str, table: dict) -> None:
+    print(f"\n{title:<44} {'n':>4} {'median |ln|':>12} {'p90 |ln|':>9} {'median ln':>10}")
+    for name, s in table.items():
+        print(f"{name[:44]:<44} {s['n']:>4} {s['median_abs_ln_ratio']:>12.3f} {s['p90_abs_ln_ratio']:>9.3f} "
+              f"{s['median_ln_ratio']:>+10.3f}")
+
+
+def reason_group(reason: str) -> str:
+    return reason.split(":", 1)[0]
+
+
+def code_version() -> dict:
+    """The commit predictions were made with and the files that differed from it (read-only git calls)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout
+
+    try:
+        return {"commit": git("rev-parse", "HEAD").strip(), "modified": git("status", "--porcelain").splitlines()}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "modified": None}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, help="only the first N rows (after --category)")
+    parser.add_argument("--category", action="append", help="only rows of this category (repeatable)")
+    output.add_arguments(parser)
+    args = parser.parse_args()
+
+    start = time.perf_counter()
+    with open(DATA, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    total_rows = len(rows)
+    if args.category:
+        rows = [r for r in rows if r["category"] in args.category]
+    if args.limit is not None:
+        rows = rows[:args.limit]
+    ctx = default_context()
+    cache: dict = {}
+    records = [evaluate(row, ctx, cache) for row in rows]
+    wall_s = time.perf_counter() - start
+
+    done = [r for r in records if r["expressed"]]
+    missing = [r for r in records if not r["expressed"]]
+    summary = {"overall": summarize([{**r, "all": "all"} for r in done], "all") if done else {},
+               "by_category": summarize(done, "category"), "by_engine_family": summarize(done, "engine_family"),
+               "by_gpu": summarize(done, "gpu"),
+               "exact_device_only": summarize([{**r, "all": "exact"} for r in done if r["device_match"] == "exact"],
+                                              "all") if done else {}}
+    print(f"dev validation: {len(done)} of {len(rows)} rows expressed ({total_rows} in {DATA.relative_to(ROOT)}); "
+          f"error = |ln(predicted / measured)|, bias = median ln (> 0: planner predicts more)")
+    if done:
+        print_table("all expressed rows", summary["overall"])
+        print_table("rows on an exact catalog SKU", summary["exact_device_only"])
+        print_table("by category", summary["by_category"])
+        print_table("by engine family", summary["by_engine_family"])
+        print_table("by GPU (as stated; device match)", summary["by_gpu"])
+        nofit = [r["id"] for r in done if r["fits"] is False]
+        if nofit:
+            print(f"\npredicted although planner's memory model says they do not fit ({len(nofit)}): "
+                  f"{', '.join(nofit)}")
+    groups: dict[str, list[dict]] = {}
+    for r in missing:
+        groups.setdefault(reason_group(r["reason"]), []).append(r)
+    print(f"\nnot expressed: {len(missing)} rows")
+    for name in sorted(groups, key=lambda g: -len(groups[g])):
+        print(f"  {name} ({len(groups[name])})")
+        for r in groups[name]:
+            print(f"    {r['id']}  {r['reason'][len(name) + 2:][:150]}")
+    errors = [r for r in missing if "traceback" in r]
+    for r in errors:
+        print(f"\n{r['id']}: {r['reason']}\n  inputs: {r['settings']}\n{r['traceback']}")
+    print(f"\nrun time: {wall_s:.1f} s")
+
+    result = {"data": str(DATA.relative_to(ROOT)), "rows_read": len(rows), "rows_in_file": total_rows,
+              "expressed": len(done), "not_expressed": len(missing), "summary": summary,
+              "not_expressed_by_reason": {k: [r["id"] for r in v] for k, v in groups.items()},
+              "rows": records, "wall_s": wall_s, "code": code_version(),
+              "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+              "date": datetime.date.today().isoformat()}
+    output.write(args, NAME, result)
+
+
+if __name__ == "__main__":
+    main()
