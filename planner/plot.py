@@ -27,10 +27,16 @@ W, H, LEFT, RIGHT, TOP, BOTTOM = 960, 640, 90, 30, 50, 70
 def check_target(path: str) -> Path:
     """`path` as a Path when a PNG can be written there; ConfigError naming why not otherwise."""
     target = Path(path)
-    if target.is_dir():
-        raise ConfigError(f"--roofline: '{path}' is a directory; give a file name such as roofline.png")
-    if not target.parent.is_dir():
-        raise ConfigError(f"--roofline: folder '{target.parent}' does not exist")
+    shown = path if len(path) <= 80 else f"{path[:80]}... ({len(path):,} characters)"
+    try:
+        if target.is_dir():
+            raise ConfigError(f"--roofline: '{shown}' is a directory; give a file name such as roofline.png")
+        if not target.parent.is_dir():
+            raise ConfigError(f"--roofline: the folder of '{shown}' does not exist")
+    except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte
+        raise ConfigError(f"--roofline: cannot write '{shown}': {exc.__class__.__name__}") from None
+    if len(target.name.encode("utf-8", "surrogatepass")) > 255:
+        raise ConfigError(f"--roofline: file name of {len(target.name):,} characters; the limit is 255 bytes")
     return target
 
 

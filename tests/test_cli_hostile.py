@@ -17,7 +17,8 @@ def _run(capsys, *argv) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["count", "gpt2", "--batch", "99999999999999999999999"], "above the limit of 1,048,576"),
+    (["count", "gpt2", "--batch", "99999999999999999999999"], "whole number from 1 to 9,007,199,254,740,992"),
+    (["count", "gpt2", "--batch", "2000000"], "above the limit of 1,048,576"),
     (["predict", "gpt2", "--device", "h100", "--mode", "training", "--train-tokens", "nan"], "finite"),
     (["predict", "gpt2", "--device", "h100", "--mode", "training", "--train-tokens", "inf"], "finite"),
     (["predict", "gpt2", "--device", "h100", "--utilization", "nan", "--site", "x"], "finite"),
@@ -33,7 +34,9 @@ def _run(capsys, *argv) -> tuple[int, str, str]:
 def test_hostile_command_lines_are_one_line_errors(capsys, argv, message):
     rc, out, err = _run(capsys, *argv)
     assert rc == 2
-    assert err.startswith("planner: error:") and message in err and err.count("\n") == 1
+    # planner's own errors start "planner: error:", argparse's "planner <command>: error:"; one line each
+    assert err.startswith("planner") and " error: " in err.split("\n")[0] and message in err
+    assert err.count("\n") == 1
     assert "Traceback" not in err
 
 

@@ -79,7 +79,7 @@ def test_tp_not_dividing_heads():
 
 def test_negative_batch():
     result = _run("predict", "llama-2-7b", "--device", "h100-sxm", "--batch", "-4")
-    assert result.returncode == 2 and "positive integer" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "whole number from 1" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_malformed_catalog_row_names_file_row_and_key(tmp_path):

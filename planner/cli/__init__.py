@@ -1,8 +1,8 @@
 """The `planner` command line: one module per subcommand (count, predict and compare, calibrate,
 validate and op, plan), each a thin function over the library.
 
-Human units appear only here. Errors raised on purpose (PlannerError) print one line and exit 2;
-argparse's own errors exit 2 with the usage line.
+Human units appear only here. Errors raised on purpose (PlannerError) and argparse's own errors
+print one line and exit 2 (the usage is one `--help` away).
 """
 
 from __future__ import annotations
@@ -16,12 +16,21 @@ from planner.cli.calibrate import add_calibrate, add_op, add_validate
 from planner.cli.count import add_count
 from planner.cli.plan import add_plan
 from planner.cli.predict import add_compare, add_predict
-from planner.errors import PlannerError
+from planner.errors import PlannerError, shorten
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors on one line: `planner count: error: argument --batch: ... (see
+    planner count --help)`, exit status 2. The argument quoted is cut to a readable length."""
+
+    def error(self, message: str):
+        message = " ".join(message.split())  # a value holding newlines still gives one line
+        self.exit(2, f"{self.prog}: error: {shorten(message, 400)} (see '{self.prog} --help')\n")
 
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser of the `planner` command."""
-    p = argparse.ArgumentParser(prog="planner", description="Performance model and capacity planner for AI workloads.")
+    p = OneLineParser(prog="planner", description="Performance model and capacity planner for AI workloads.")
     sub = p.add_subparsers(dest="command", required=True)
     add_count(sub)
     add_predict(sub)
@@ -36,7 +45,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: run one subcommand; return the exit status: 0 ok, 2 bad input (one line on stderr),
     3 an internal error (one line asking to report it; PLANNER_DEBUG=1 shows the traceback), 130 Ctrl-C."""
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # argparse printed its one line (or --help): return its status, as for any error
+        return exc.code if isinstance(exc.code, int) else 0
     try:
         return args.func(args)
     except PlannerError as exc:

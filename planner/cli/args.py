@@ -4,16 +4,33 @@ from __future__ import annotations
 
 import argparse
 
+from planner.errors import shorten
 from planner.workload.dtypes import DTYPES
+
+MAX_INT = 2**53
+"""Largest whole number a flag takes: every count becomes a float in the model, exact up to 2^53.
+Sizes that drive work have lower limits of their own, checked where they are used."""
 
 
 def positive_int(text: str) -> int:
+    """A whole number from 1 to MAX_INT written in ASCII digits; argparse's error otherwise."""
+    digits = text.strip().lstrip("+")
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 16:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_INT:,}, got '{shorten(text)}'")
+    value = int(digits)
+    if not 1 <= value <= MAX_INT:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_INT:,}, got {shorten(str(value))}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """A finite number (not nan or inf); argparse's error otherwise."""
     try:
-        value = int(text)
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a number, got '{shorten(text)}'") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got '{shorten(text)}'")
     return value
 
 
@@ -33,7 +50,7 @@ def workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--micro-batches", dest="microbatches", type=positive_int,
                    help="training: pipeline micro-batches per step (default 4 x pp)")
     p.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
-    p.add_argument("--train-tokens", type=float, help="training: tokens to train on (time, energy and cost to train)")
+    p.add_argument("--train-tokens", type=finite_float, help="training: tokens to train on (time, energy and cost to train)")
     p.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     p.add_argument("--pricing", choices=("on_demand", "spot", "committed_1y", "committed_3y"), default="on_demand")
 

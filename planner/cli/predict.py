@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from planner.cli.args import fmt_time, positive_int, workload_flags
+from planner.cli.args import finite_float, fmt_time, positive_int, workload_flags
 from planner.errors import PlannerError
 from planner.units import json_safe, si
 from planner.workload.zoo import resolve
@@ -24,6 +24,9 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dp", type=positive_int, help="data-parallel replicas (default gpus / (tp x pp))")
     p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
     p.add_argument("--overlap", type=float, default=0.8, help="share of data-parallel communication hidden (0-1)")
+    p.add_argument("--scaleout-gbps", type=finite_float, metavar="GBPS",
+                   help="scale-out network per device in Gb/s per direction (e.g. 200 = one HDR InfiniBand port "
+                        "per GPU); replaces the catalog's figure, needed where the catalog has none sourced")
     workload_flags(p)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--instance", help="cloud instance to price on (default: the cheapest with the device)")
@@ -58,7 +61,7 @@ def _request(args: argparse.Namespace):
                    global_batch=args.global_batch, micro_batch=args.micro_batch, microbatches=args.microbatches,
                    recompute=args.recompute, dtype=args.dtype, instance=args.instance, site=args.site,
                    pricing=args.pricing, utilization=args.utilization, overlap=args.overlap,
-                   train_tokens=args.train_tokens)
+                   train_tokens=args.train_tokens, scaleout_gbps=getattr(args, "scaleout_gbps", None))
 
 
 def _print_prediction(p) -> None:
@@ -84,6 +87,10 @@ def _print_prediction(p) -> None:
             lo, hi = p.band(m[key], inverse=True)
             print(f"{label:<15}{m[key]:,.1f}  ({lo:,.1f} .. {hi:,.1f})".replace(f"{label:<15}", f"{label:<14} ", 1)
                   if len(label) >= 15 else f"{label:<15}{m[key]:,.1f}  ({lo:,.1f} .. {hi:,.1f})")
+    if "microbatches" in m:
+        steps = m["microbatches"]
+        print(f"micro-batch    {m['micro_batch']} per device, {steps} accumulation step{'s' if steps != 1 else ''} "
+              f"per optimizer step (global batch {m['global_batch']:,})")
     if "mfu" in m:
         print(f"MFU            {m['mfu']:.1%}   (pipeline bubble {m['pipeline_bubble_fraction']:.1%})")
     if "batch" in m:
@@ -129,10 +136,15 @@ def _read_configs(path: str) -> list[dict]:
         raise ConfigError(f"--configs: {len(lines):,} lines; the limit is {MAX_CONFIG_ROWS:,} rows")
     if path.endswith(".csv"):
         rows = []
-        for number, row in enumerate(csv.DictReader(lines, restkey="__extra__"), 2):
-            if "__extra__" in row:
-                row = {"__error__": f"line {number}: {len(row['__extra__'])} more cells than the header"}
-            rows.append({k: v for k, v in row.items() if v is not None})
+        reader = csv.DictReader(lines, restkey="__extra__")
+        try:
+            for number, row in enumerate(reader, 2):
+                if "__extra__" in row:
+                    row = {"__error__": f"line {number}: {len(row['__extra__'])} more cells than the header"}
+                rows.append({k: v for k, v in row.items() if v is not None})
+        except csv.Error as exc:  # e.g. a cell over the csv module's limit of 131,072 characters
+            raise ConfigError(f"--configs: line {reader.line_num + 1}: not valid CSV ({exc}); give one configuration "
+                              "per line, comma-separated, under a header of keys") from None
         return rows
     rows = []
     for number, line in enumerate(lines, 1):

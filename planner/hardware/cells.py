@@ -27,7 +27,8 @@ _UNIT_TOKENS = ("gib", "mib", "gb_per_s", "tflop_per_s", "tera_op_per_s", "mhz",
 _DATE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?$")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 # a plain decimal: float() alone would also take "nan", "inf", "1_000" and surrounding whitespace
-_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+# ASCII digits only: Python's float() also reads Arabic-Indic and other Unicode digits
+_NUMBER = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 

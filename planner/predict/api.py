@@ -23,6 +23,9 @@ from planner.workload.zoo import Model, resolve
 MODES = ("inference", "training")
 MAX_GPUS = 2**20
 """Largest deployment accepted (devices): far above any cluster built."""
+MIN_UTILIZATION = 0.01
+"""Lowest on-prem utilization accepted (as scenarios): fixed costs per useful hour grow as 1/utilization
+and overflow to infinity near 5e-324."""
 MAX_TRAIN_TOKENS = 1e16
 """Largest training run accepted (tokens): 1,000x the 15T tokens of Llama 3."""
 COMPARE_COLUMNS = ("device", "vendor", "gpus", "tp", "fits", "tier", "batch", "ttft_s", "tpot_s", "latency_s",
@@ -62,6 +65,31 @@ class Request:
     utilization: float = 1.0
     overlap: float = 0.8
     train_tokens: float | None = None
+    scaleout_gbps: float | None = None
+    """Scale-out network per device per direction in Gb/s (as NICs are sold: 200 for one HDR port per
+    GPU); replaces the catalog's figure, or supplies one where the catalog has none sourced."""
+
+
+MAX_SCALEOUT_GBPS = 1e5
+"""Largest --scaleout-gbps accepted: 100 Tb/s per device, far above any NIC sold (800 Gb/s in 2026)."""
+
+
+def target_of(req: Request, ctx: Context):
+    """The device's Target, with the scale-out bandwidth of --scaleout-gbps where given."""
+    target = ctx.target(req.device)
+    if req.scaleout_gbps is None:
+        return target
+    gbps = finite(req.scaleout_gbps, "--scaleout-gbps")
+    if not 0 < gbps <= MAX_SCALEOUT_GBPS:
+        raise ConfigError(f"--scaleout-gbps must be in (0, {MAX_SCALEOUT_GBPS:,.0f}] Gb/s per device, got {gbps:g}")
+    return ctx.target(replace(target.device, scaleout_bytes_per_s=gbps * 1e9 / 8))
+
+
+def _scaleout_note(req: Request, prediction: Prediction) -> Prediction:
+    if req.scaleout_gbps is None:
+        return prediction
+    note = f"scale-out {req.scaleout_gbps:g} Gb/s per device per direction from --scaleout-gbps"
+    return replace(prediction, notes=(*prediction.notes, note))
 
 
 def parallelism(req: Request) -> Parallelism:
@@ -94,24 +122,77 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
     _check_numbers(req)
     ctx = ctx or default_context()
     model = model or resolve(req.model)
-    target = ctx.target(req.device)
+    target = target_of(req, ctx)
     par = parallelism(req)
     cost = CostOptions(req.instance, req.site, req.pricing, req.utilization)
     if req.mode == "inference":
-        return predict_inference(target, model, par, req.batch, req.input_len, req.output_len, req.seq_len,
-                                 req.image_size, req.dtype, cost)
+        return _scaleout_note(req, predict_inference(
+            target, model, par, req.batch, req.input_len, req.output_len, req.seq_len, req.image_size, req.dtype, cost))
     if req.mode == "training":
+        if req.micro_batch is None and req.global_batch is not None:
+            return _scaleout_note(req, _auto_micro_batch(req, target, model, par, cost))
         micro = req.micro_batch or (req.batch if isinstance(req.batch, int) else 1)
-        return predict_training(target, model, par, micro, req.global_batch, req.seq_len, req.image_size,
-                                req.dtype, req.recompute, req.train_tokens, cost)
+        return _scaleout_note(req, predict_training(
+            target, model, par, micro, req.global_batch, req.seq_len, req.image_size, req.dtype, req.recompute,
+            req.train_tokens, cost))
     raise ConfigError(f"unknown mode '{req.mode}'; valid: {', '.join(MODES)}")
+
+
+def _auto_micro_batch(req: Request, target, model: Model, par: Parallelism, cost: CostOptions) -> Prediction:
+    """Training without --micro-batch: the largest micro-batch that divides the per-replica batch
+    (global batch / dp) and fits in memory; the rest of the batch is gradient accumulation.
+
+    Memory grows with the micro-batch (activations are linear in it), so the largest divisor that fits
+    is found by bisection over the divisors: about log2(divisors) predictions. With pipeline stages
+    the micro-batch also leaves at least pp micro-batches per step where it can (a pipeline with fewer
+    micro-batches than stages is mostly bubble). When even 1 does not fit, the prediction at 1 is
+    returned (it says by how much it does not fit)."""
+    if req.global_batch % par.dp:
+        raise ConfigError(f"--global-batch {req.global_batch} is not a multiple of dp = {par.dp}")
+    per_replica = req.global_batch // par.dp
+    divisors = sorted(d for d in _divisors(per_replica) if per_replica // d >= par.pp) or [1]
+
+    def run(micro: int) -> Prediction:
+        return predict_training(target, model, par, micro, req.global_batch, req.seq_len, req.image_size, req.dtype,
+                                req.recompute, req.train_tokens, cost)
+
+    best = run(divisors[0])
+    if not best.fits:
+        return replace(best, notes=(*best.notes, "micro-batch 1 chosen: no micro-batch fits in memory"))
+    lo, hi = 0, len(divisors) - 1  # divisors[lo] fits; find the largest index that fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        trial = run(divisors[mid])
+        if trial.fits:
+            lo, best = mid, trial
+        else:
+            hi = mid - 1
+    micro = divisors[lo]
+    steps = per_replica // micro
+    note = (f"micro-batch {micro} chosen (the largest that fits and divides the {per_replica:,} samples per replica); "
+            f"{steps} accumulation step{'s' if steps != 1 else ''} per optimizer step; set --micro-batch to override")
+    return replace(best, notes=(*best.notes, note))
+
+
+def _divisors(n: int) -> list[int]:
+    """Divisors of n in increasing order (trial division up to sqrt(n); n <= 2^53)."""
+    small, large = [], []
+    i = 1
+    while i * i <= n:
+        if n % i == 0:
+            small.append(i)
+            if i * i != n:
+                large.append(n // i)
+        i += 1
+    return small + large[::-1]
 
 
 def _check_numbers(req: Request) -> None:
     """Raise ConfigError for a float field that is not finite or out of its range."""
-    finite(req.utilization, "--utilization")
-    if not 0 < req.utilization <= 1:
-        raise ConfigError(f"--utilization must be in (0, 1], got {req.utilization}")
+    utilization = finite(req.utilization, "--utilization")
+    if not MIN_UTILIZATION <= utilization <= 1:
+        raise ConfigError(f"--utilization must be in [{MIN_UTILIZATION:g}, 1] (share of hours doing useful work), "
+                          f"got {utilization:g}")
     finite(req.overlap, "--overlap")
     if req.train_tokens is not None:
         tokens = finite(req.train_tokens, "--train-tokens")
@@ -131,7 +212,7 @@ def request_from_row(row: dict) -> Request:
     values = {}
     ints = {"gpus", "tp", "pp", "dp", "ep", "zero", "input_len", "output_len", "seq_len", "image_size",
             "global_batch", "micro_batch", "microbatches"}
-    floats = {"utilization", "overlap", "train_tokens"}
+    floats = {"utilization", "overlap", "train_tokens", "scaleout_gbps"}
     for key, value in row.items():
         if key == "id" or value is None or value == "":
             continue
@@ -227,7 +308,8 @@ def _best_row(ctx, model, device, mode, batch, input_len, output_len, seq_len, i
 def summary_row(p: Prediction) -> dict:
     """The compare-table row of a prediction: unit-neutral columns for sorting across modes."""
     m = p.metrics
-    throughput = m.get("throughput_tokens_per_s") or m.get("throughput_samples_per_s") or m.get("tokens_per_s")
+    throughput = (m.get("throughput_tokens_per_s") or m.get("throughput_samples_per_s") or m.get("tokens_per_s")
+                  or m.get("samples_per_s"))
     latency = m.get("latency_s") or m.get("step_time_s")
     per_unit = m.get("usd_per_million_output_tokens") or m.get("usd_per_thousand_samples")
     if per_unit is None and p.cost is not None and throughput:
@@ -253,7 +335,7 @@ def op_rows(req: Request, ctx: Context | None = None, model: Model | None = None
 
     ctx = ctx or default_context()
     model = model or resolve(req.model)
-    target = ctx.target(req.device)
+    target = target_of(req, ctx)
     par = parallelism(req)
     batch = req.batch if isinstance(req.batch, int) else 1
     graphs = {}

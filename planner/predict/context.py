@@ -73,7 +73,8 @@ class Context:
         the largest catalog instance or on-prem server holding the device."""
         sizes = [device.devices_per_node]
         if not device.scaleup_bytes_per_s:
-            sizes += [i.device_count for i in self.catalog.instances_for(device.id)]
+            # by id, not catalog.instances_for: a profiled local device is not in the catalog (no instance)
+            sizes += [i.device_count for i in self.catalog.instances if i.device_id == device.id]
             sizes += [s.device_count for s in self.catalog.servers.values() if s.device_id == device.id]
         return max(sizes)
 

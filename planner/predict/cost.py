@@ -62,7 +62,9 @@ def cheapest_instance(catalog: Catalog, device: Device, pricing: str = "on_deman
     """The catalog instance type with `device` that runs `devices` of them for the least per hour at
     `pricing` (whole instances: 4 devices on an 8-device instance pay for 8), holding at least
     `group` devices (a tensor-parallel group never spans instances)."""
-    offers = [i for i in catalog.instances_for(device.id) if pricing in i.price_usd_per_h and i.device_count >= group]
+    # by id, not catalog.instances_for: a profiled local device is not in the catalog (no instance)
+    offers = [i for i in catalog.instances if i.device_id == device.id and pricing in i.price_usd_per_h
+              and i.device_count >= group]
     if not offers:
         return None
     return min(offers, key=lambda i: (math.ceil(devices / i.device_count) * i.price_usd_per_h[pricing], i.key))

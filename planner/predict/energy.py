@@ -44,6 +44,9 @@ class PowerModel:
             raise ConfigError(f"hardware_specs/power_model.csv lacks {', '.join(missing)}")
         pm = catalog.power_model
         idle = pm["idle_fraction_of_tdp"]
+        if idle >= 1:
+            raise ConfigError(f"hardware_specs/power_model.csv: idle_fraction_of_tdp is {idle:g}; it must be below 1 "
+                              "(a device drawing its TDP when idle leaves no range for load to move)")
         # the catalog gives the power drawn as a fraction of TDP; convert to the share of the
         # idle-to-TDP range: a = (f − idle) / (1 − idle)
         share = lambda f: max(0.0, min(1.0, (f - idle) / (1 - idle)))

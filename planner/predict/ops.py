@@ -111,8 +111,10 @@ def predict_op(op: str, device: str, *, m: int | None = None, n: int | None = No
     if op == "h2d":
         return _h2d(ctx.defaults, dev, eff, nbytes)
     if op in COLLECTIVES:
-        if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_GPUS:
-            raise ConfigError(f"{op} needs --gpus, an integer in 1..{MAX_GPUS:,}")
+        # one device exchanges nothing: its time would be 0 and its bus bandwidth 0/0
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or not 2 <= gpus <= MAX_GPUS:
+            raise ConfigError(f"{op} needs --gpus, an integer in 2..{MAX_GPUS:,} (a collective over one device "
+                              f"moves nothing), got {gpus!r}")
         if not gpus or gpus < 1:
             raise ConfigError(f"{op} needs --gpus (a positive integer)")
         if nodes < 1 or gpus % nodes:

@@ -72,7 +72,8 @@ def collective_time_s(kind: str, message_bytes: float, n: int, device: Device, d
         return _flat(kind, message_bytes, n, up)
     if out is None:
         raise ConfigError(f"{device.id} has no sourced scale-out bandwidth: a {n}-device group spans nodes of "
-                          f"{per_node} and cannot be timed")
+                          f"{per_node} and cannot be timed; give the network per device with --scaleout-gbps "
+                          "(Gb/s per direction, e.g. 400 for one NDR InfiniBand port per device)")
     g, nodes = per_node, math.ceil(n / per_node)
     if kind == "p2p":
         return _flat("p2p", message_bytes, 2, out)

@@ -110,11 +110,12 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     basis = price(target, par.devices, cost, avg_power, par.tp)
     tokens_per_step = samples * (workload.seq_len or 1)
     metrics = {"micro_batch": micro_batch, "global_batch": samples, "microbatches": microbatches,
-               "seq_len": workload.seq_len, "step_time_s": step, "tokens_per_s": tokens_per_step / step,
-               "samples_per_s": samples / step, "mfu": mfu, "model_flop_per_step": model_flop,
+               "seq_len": workload.seq_len, "step_time_s": step, "samples_per_s": samples / step, "mfu": mfu, "model_flop_per_step": model_flop,
                "pipeline_bubble_fraction": (par.pp - 1) / (microbatches + par.pp - 1),
                "dp_comm_exposed_s": exposed, "optimizer_s": optimizer, "average_power_w_per_gpu": avg_power,
                "j_per_step": energy_j}
+    if workload.seq_len:  # token models only: a sample of a vision model is an image, not a token
+        metrics["tokens_per_s"] = tokens_per_step / step
     if train_tokens is not None:
         if not 0 < train_tokens < math.inf:
             raise ConfigError(f"--train-tokens must be positive, got {train_tokens}")

@@ -55,3 +55,32 @@ def test_sharded_config():
     assert (cfg.num_heads, cfg.num_kv_heads, cfg.intermediate_size, cfg.vocab_size) == (8, 1, 3584, 4000)
     # KV heads fewer than tp are replicated: one per device
     assert shard_config(resolve("llama-2-70b").config, Parallelism(tp=16)).num_kv_heads == 1
+
+
+def test_every_multi_gpu_server_device_has_a_sourced_scale_out_link_or_says_so():
+    # devices sold in 8-GPU servers (DGX A100: eight 200 Gb/s HDR ports for eight GPUs = 25 GB/s each)
+    cat = load_catalog()
+    assert cat.device("a100-sxm-80gb").scaleout_bytes_per_s == pytest.approx(200e9 / 8)
+    assert cat.device("h100-sxm").scaleout_bytes_per_s == pytest.approx(400e9 / 8)
+    blank = cat.device("h100-pcie")
+    assert blank.scaleout_bytes_per_s is None
+    with pytest.raises(ConfigError, match="--scaleout-gbps"):
+        collective_time_s("allreduce", 1e9, 16, blank, load_defaults())
+
+
+def test_scaleout_gbps_replaces_the_catalog_link_and_llama_trains_on_64_a100():
+    from planner.predict import Request, predict
+
+    base = dict(model="llama-2-7b", mode="training", gpus=64, seq_len=4096, global_batch=512, micro_batch=1, zero=1)
+    # h100-sxm's catalog figure is 50 GB/s = 400 Gb/s per device: stating it changes nothing
+    same = predict(Request(device="h100-sxm", **base))
+    stated = predict(Request(device="h100-sxm", scaleout_gbps=400, **base))
+    assert stated.metrics["step_time_s"] == pytest.approx(same.metrics["step_time_s"])
+    assert any("--scaleout-gbps" in n for n in stated.notes)
+    # a tenth of the network can only slow the step (the data-parallel all-reduce crosses nodes)
+    slow = predict(Request(device="h100-sxm", scaleout_gbps=40, **base))
+    assert slow.metrics["step_time_s"] > same.metrics["step_time_s"]
+    a100 = predict(Request(device="a100-sxm-80gb", **base))
+    assert a100.metrics["step_time_s"] > 0 and a100.fits
+    with pytest.raises(ConfigError, match="scaleout-gbps must be in"):
+        predict(Request(device="h100-sxm", scaleout_gbps=0, **base))

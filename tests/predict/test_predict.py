@@ -184,3 +184,23 @@ def test_committed_pricing_is_on_demand_less_the_sourced_discount():
     with pytest.raises(ConfigError, match="no committed_1y price"):
         predict(Request("llama-3.1-8b", "h100-sxm", batch=8, instance="runpod:8x H100 SXM (secure):secure-cloud",
                         pricing="committed_1y"))
+
+
+def test_training_without_micro_batch_picks_the_largest_that_fits_and_divides():
+    # resnet50, 8 x H100, global batch 3,200: 400 images per replica. Micro-batch 400 needs about 19 GB
+    # (activations ~44 MB per image), well under 77 GB usable, so the whole replica batch is one
+    # micro-batch with no accumulation (it once ran 400 micro-batches of 1 at MFU 2.3%).
+    from planner.predict import Request, predict
+
+    p = predict(Request("resnet50", "h100-sxm", mode="training", gpus=8, global_batch=3200))
+    assert p.metrics["micro_batch"] == 400 and p.metrics["microbatches"] == 1 and p.fits
+    assert "tokens_per_s" not in p.metrics and p.metrics["samples_per_s"] > 0
+    # llama-3.1-8b at seq 8192 on 8 x H100 with ZeRO-1: 16 sequences per replica cannot all fit at once;
+    # the choice divides 16, fits, and the next divisor up does not fit
+    req = dict(mode="training", gpus=8, global_batch=128, seq_len=8192, zero=1, recompute="full")
+    auto = predict(Request("llama-3.1-8b", "h100-sxm", **req))
+    micro = auto.metrics["micro_batch"]
+    assert 16 % micro == 0 and auto.fits and auto.metrics["microbatches"] == 16 // micro
+    if micro < 16:
+        assert not predict(Request("llama-3.1-8b", "h100-sxm", micro_batch=micro * 2, **req)).fits
+    assert any("accumulation" in n for n in auto.notes)

@@ -26,9 +26,9 @@ def test_config_sizes_above_their_limit_are_refused_naming_the_limit(field, valu
 
 
 def test_experts_times_layers_is_bounded():
-    # 256 layers x 512 experts = 131,072 expert blocks > 32,768
+    # 256 layers x 512 experts = 131,072 expert blocks > 16,384
     raw = _llama(model_type="mixtral", num_hidden_layers=256, num_local_experts=512)
-    with pytest.raises(ConfigError, match="expert blocks, above the limit of 32,768"):
+    with pytest.raises(ConfigError, match="expert blocks, above the limit of 16,384"):
         from_config(raw, "cfg")
     with pytest.raises(ConfigError, match="num_local_experts.*above the limit of 512"):
         from_config(_llama(model_type="mixtral", num_local_experts=1_000_000), "cfg")
