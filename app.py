@@ -266,7 +266,12 @@ def page_plan() -> None:
         if text is None:
             st.info("Upload a scenario YAML (see examples/ in the repository for the keys).")
             return
-    text = st.text_area("Scenario (edit freely)", text, height=260, key="plan_text")
+    # A keyed text area keeps its edited value across reruns and ignores a new default: when another
+    # example is picked or another file uploaded, start the box over from that file.
+    if st.session_state.get("plan_text_from") != text:
+        st.session_state["plan_text_from"] = text
+        st.session_state["plan_text"] = text
+    text = st.text_area("Scenario (edit freely)", height=260, key="plan_text")
     if not st.button("Solve", key="plan_solve", type="primary"):
         st.caption("Press Solve to run the optimizer.")
         return

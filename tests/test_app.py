@@ -86,3 +86,15 @@ def test_an_unexpected_failure_is_an_error_box_asking_for_a_report(app, monkeypa
     assert not app.exception
     [box] = [e.value for e in app.error]
     assert box.startswith("internal error: ZeroDivisionError: float division by zero") and "report" in box
+
+
+def test_picking_another_example_replaces_the_scenario_box(app):
+    # the keyed text area once kept the first scenario's text after another was picked or uploaded
+    app.sidebar.radio(key="page").set_value("Plan").run()
+    assert "chat + summarization" in app.text_area(key="plan_text").value
+    app.selectbox(key="plan_example").set_value("hybrid.yaml").run()
+    assert not app.exception and "hybrid on-prem + cloud" in app.text_area(key="plan_text").value
+    # an edit survives reruns until the source changes again
+    app.text_area(key="plan_text").set_value("name: edited\n").run()
+    app.radio(key="plan_source").set_value("Example").run()
+    assert app.text_area(key="plan_text").value == "name: edited\n"

@@ -114,3 +114,14 @@ def test_bands_never_cross_zero_and_json_never_holds_nan():
     assert all(v > 0 for f in (0.0, 0.5, 0.99, 1.0, 5.0) for v in band(1e-3, f) + band(1e-3, f, inverse=True))
     assert json_safe({"a": float("nan"), "b": [float("inf"), 1.5], "c": (2,)}) == {"a": None, "b": [None, 1.5],
                                                                                   "c": [2]}
+
+
+def test_a_zero_count_in_a_configs_row_is_refused_not_taken_as_the_default(capsys, tmp_path):
+    # `input_len: 0` once meant "the default 1024" (the code read `x or default`); zero stays valid for zero
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "a", "model": "gpt2", "device": "h100", "input_len": 0}\n'
+                    '{"id": "b", "model": "gpt2", "device": "h100", "input_len": 128, "zero": 0}\n')
+    rc, out, err = _run(capsys, "predict", "--configs", str(rows), "--json")
+    a, b = (json.loads(line) for line in out.splitlines())
+    assert "at least 1" in a["error"] and "input_len" in a["error"]
+    assert "error" not in b

@@ -237,6 +237,10 @@ def _int(value, key: str) -> int:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(key)
+    # every count is at least 1 (a 0 would silently mean "the default" further down), but a ZeRO stage
+    least = 0 if key == "zero" else 1
+    if value < least:
+        raise ConfigError(f"key '{key}': expected a whole number of at least {least}, got {value}")
     return value
 
 
