@@ -15,11 +15,11 @@ Run (about 15-20 s on 2 cores, start-up included):
     .venv/bin/python benchmarks/dev_validation.py --save                   # benchmarks/results/dev_validation.json
 
 What is expressed. A row is predicted when its model is a zoo id, its device maps to a catalog device,
-its precision to one planner dtype, its parallel layout to tp/pp/dp/ZeRO, and its metric can be computed
-from a prediction. The line is drawn at *what* runs, not *how well*: features that change the work
-(weight-only INT8/INT4, an FP8 KV cache under BF16 weights, context parallelism, grouped GEMMs, a request
-length distribution, an unstated batch or GPU count) make a row not expressed; features that change how
-efficiently the same work runs (torch.compile, CUDA graphs, async TP, fused kernels, power limits) do not,
+its precision to a planner precision, its parallel layout to tp/pp/dp/ZeRO, and its metric can be computed
+from a prediction. Each row runs on its engine (see "engine" below). The line is drawn at *what* runs:
+features that change the work and planner cannot express (MXFP4 experts beside BF16 layers, context
+parallelism, grouped GEMMs, a request length distribution, an unstated batch or GPU count) make a row not
+expressed; features that change how efficiently the same work runs (async TP, power limits) do not,
 and are listed in the row's notes. Mapping decisions:
 - models: Llama 3 8B/70B are predicted as llama-3.1-8b/70b (the same layers; only the context length
   differs); timm resnet50 and DLE ResNet-50 v1.5 as resnet50; vit_base_patch16_224 as vit-b-16.
@@ -27,10 +27,13 @@ and are listed in the row's notes. Mapping decisions:
   names a variant the catalog does not hold but whose chip it does (H800 -> h100-sxm, V100 16GB ->
   v100-sxm2-32gb, Grand Teton H100 96GB 500 W -> h100-sxm, power-limited A100/B200, unstated form
   factors -> SXM); the note says what differs. Other devices are not expressed.
-- precision: TF32 -> tf32 (not fp32: planner runs tf32 matmuls on TF32 tensor peaks), AMP FP16 -> fp16,
-  BF16 mixed -> bf16, FP8 recipes (tensorwise, rowwise, block-scaled, MXFP8) -> fp8, NVFP4 -> fp4.
-  planner counts every floating-point tensor at the one dtype (training keeps fp32 master weights and
-  optimizer state).
+- precision (planner/workload/quant.py): TF32 -> tf32 (planner runs tf32 matmuls on TF32 tensor peaks),
+  AMP FP16 -> fp16, BF16 mixed -> bf16, FP8 (tensorwise, rowwise, block-scaled) -> weights=fp8,activations=fp8
+  (FP8 GEMMs, attention and KV at bf16), MXFP8 -> mxfp8, NVFP4 -> nvfp4, INT4/INT8 weight-only ->
+  weights=int4 / weights=int8, an FP8 KV cache under BF16 weights -> kv=fp8 (training keeps fp32 master
+  weights and optimizer state).
+- engine (hardware_specs/engines): TensorRT-LLM -> trtllm, vLLM -> vllm, SGLang -> sglang, Megatron/NeMo
+  -> megatron, TensorRT -> tensorrt, torch.compile / Inductor / gpt-fast -> compile, anything else -> eager.
 - workloads: LLM serving rows are one static batch (offline runs of N prompts: the batch of all N when it
   fits in memory, else the largest power of two below N that fits, run in waves); concurrency-C serving is
   a static batch of C; training rows use the stated per-GPU micro-batch, one micro-batch per step unless
@@ -80,6 +83,7 @@ sys.path.insert(0, str(ROOT))
 from planner.errors import PlannerError  # noqa: E402
 from planner.predict import Request, default_context, predict  # noqa: E402
 from planner.predict.ops import predict_op  # noqa: E402
+from planner.workload.quant import precision  # noqa: E402
 
 NAME = "dev_validation"
 
@@ -139,14 +143,15 @@ HARDWARE = (  # (pattern on the hardware column, catalog id or None, GPU label, 
     (r"^A10\b", "a10", "A10", None),
 )
 
-PRECISIONS = (  # (pattern on the precision column, dtype or None, note or reason)
-    (r"INT4", None, "INT4 weight-only quantization: planner has no int4 dtype"),
-    (r"INT8", None, "weight-only INT8 (16-bit activations and KV cache): planner's int8 puts every tensor at 8 bits"),
-    (r"FP8 KV", None, "BF16 weights with an FP8 KV cache and attention: planner has one dtype per workload"),
-    (r"MXFP4|native weights", None, "MXFP4 experts with BF16 elsewhere: planner has one dtype per workload"),
-    (r"NVFP4", "fp4", "NVFP4 as fp4 (block scales not counted)"),
-    (r"MXFP8", "fp8", "MXFP8 as fp8 (block scales not counted)"),
-    (r"FP8(?! not claimed)", "fp8", "FP8 as fp8 for every floating-point tensor (BF16 attention not modelled)"),
+PRECISIONS = (  # (pattern on the precision column, planner precision (planner/workload/quant.py) or None, note)
+    (r"INT4", "weights=int4", "INT4 weight-only as weights=int4 (group 128 scales; the row's group may differ)"),
+    (r"INT8", "weights=int8", "INT8 weight-only as weights=int8 (per-channel scales)"),
+    (r"FP8 KV", "kv=fp8", "BF16 weights with an FP8 KV cache as kv=fp8 (attention at bf16)"),
+    (r"MXFP4|native weights", None, "MXFP4 experts with BF16 elsewhere: planner quantizes every Linear alike"),
+    (r"NVFP4", "nvfp4", None),
+    (r"MXFP8", "mxfp8", None),
+    (r"FP8(?! not claimed)", "weights=fp8,activations=fp8",
+     "FP8 GEMMs (weights and GEMM inputs at fp8); attention, KV cache and other tensors at bf16"),
     (r"TF32", "tf32", None),
     (r"BF16", "bf16", None),
     (r"AMP|FP16", "fp16", None),
@@ -162,6 +167,18 @@ ENGINES = (  # (pattern on framework_and_version, engine family)
     (r"BabelStream", "BabelStream"), (r"nvbandwidth", "nvbandwidth"), (r"TransferBench", "TransferBench"),
     (r"RCCL", "RCCL (rccl-tests)"), (r"NCCL", "NCCL (nccl-tests)"), (r"PyTorch|timm", "PyTorch"),
 )
+
+PLANNER_ENGINES = (  # (pattern on framework_and_version and notes, planner engine: hardware_specs/engines)
+    (r"TensorRT-LLM", "trtllm"), (r"vLLM", "vllm"), (r"SGLang", "sglang"), (r"Megatron|NeMo", "megatron"),
+    (r"TensorRT", "tensorrt"), (r"torch\.compile|inductor|gpt-fast|\bcompile", "compile"),
+)
+"""The engine each row ran, as planner names it; every other framework runs eager PyTorch kernels."""
+
+
+def engine_of(row: dict) -> str:
+    found = first_match(PLANNER_ENGINES, row["framework_and_version"])
+    return found[0] if found else "eager"
+
 
 BABELSTREAM_ARRAY_BYTES = 2**25 * 8
 """BabelStream's default array: 2^25 FP64 elements (the rows say "BabelStream default, not restated")."""
@@ -281,7 +298,7 @@ def plan_model(row: dict) -> Plan:
     if metric == "requests_per_s":
         raise NotExpressed("workload not modelled: a request-length distribution (ShareGPT) needs a simulator")
     batch = integer(row, "batch_size", "batch")
-    fields = {"model": model, "device": device, "mode": mode, "dtype": dtype, **layout}
+    fields = {"model": model, "device": device, "mode": mode, "dtype": dtype, "engine": engine_of(row), **layout}
     if mode == "training":
         llm = category == "training_llm"
         if llm:
@@ -373,7 +390,8 @@ def plan_op(row: dict) -> Plan:
         dtype, dtype_note = dtype_of(row["precision"])
         shapes, best_note = gemm_shapes(row)
         notes += [n for n in (dtype_note, best_note) if n]
-        calls = [{"op": "gemm", "m": m, "n": n, "k": k, "dtype": dtype} for m, n, k in shapes]
+        gemm_dtype = precision(dtype).gemm  # a GEMM runs at its recipe's GEMM dtype
+        calls = [{"op": "gemm", "m": m, "n": n, "k": k, "dtype": gemm_dtype} for m, n, k in shapes]
     device, gpu, device_note = device_of(row["hardware"])
     if device_note:
         notes.append(device_note)

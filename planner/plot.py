@@ -19,6 +19,7 @@ from planner.errors import ConfigError
 from planner.hardware.catalog import Device
 from planner.predict.roofline import vector_peak
 from planner.predict.timing import OpRow
+from planner.workload.quant import precision
 
 COLOURS = {"compute": (214, 39, 40), "memory": (31, 119, 180), "overhead": (127, 127, 127)}
 W, H, LEFT, RIGHT, TOP, BOTTOM = 960, 640, 90, 30, 50, 70
@@ -42,7 +43,8 @@ def check_target(path: str) -> Path:
 
 def draw_roofline(path: str, device: Device, rows: list[OpRow], dtype: str, title: str) -> Path:
     """Write the roofline PNG to `path`; return the path."""
-    peak = device.peak(dtype)
+    gemm = precision(dtype).gemm  # a quantization recipe's roof is the peak its GEMMs run at
+    peak = device.peak(gemm)
     vector = vector_peak(device, dtype)
     bw = device.mem_bytes_per_s
     points = [(r.flop / r.bytes, r.flop / r.time_s, r.bound) for r in rows if r.flop > 0 and r.bytes > 0 and r.time_s > 0]
@@ -69,7 +71,7 @@ def draw_roofline(path: str, device: Device, rows: list[OpRow], dtype: str, titl
         _, v = px(10.0**x_lo, 10.0**e)
         d.line([LEFT, v, W - RIGHT, v], fill=(230, 230, 230))
         d.text((8, v - 6), f"1e{e} FLOP/s", fill=(0, 0, 0))
-    for roof, label in ((peak, f"{dtype} peak"), (vector, "fp32 vector peak")):
+    for roof, label in ((peak, f"{gemm} peak"), (vector, "fp32 vector peak")):
         xs = [10 ** (x_lo + i * (x_hi - x_lo) / 200) for i in range(201)]
         line = [px(x, min(roof, x * bw)) for x in xs]
         d.line(line, fill=(0, 0, 0) if roof == peak else (150, 150, 150), width=2)

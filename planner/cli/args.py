@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from planner.errors import shorten
+from planner.errors import PlannerError, shorten
 from planner.workload.dtypes import DTYPES
 
 MAX_INT = 2**53
@@ -52,7 +52,53 @@ def workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
     p.add_argument("--train-tokens", type=finite_float, help="training: tokens to train on (time, energy and cost to train)")
     p.add_argument("--dtype", choices=list(DTYPES), default="bf16")
+    precision_flags(p)
     p.add_argument("--pricing", choices=("on_demand", "spot", "committed_1y", "committed_3y"), default="on_demand")
+    p.add_argument("--engine", metavar="NAME",
+                   help="execution engine: eager, compile, tensorrt, trtllm, vllm, sglang, megatron (hardware_specs/"
+                        "engines); default vllm for LLM inference on GPUs, eager otherwise")
+
+
+def _recipe(text: str) -> str:
+    from planner.workload.quant import recipe_names
+
+    try:
+        names = recipe_names()
+    except PlannerError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if text.strip().lower() not in names:
+        raise argparse.ArgumentTypeError(f"unknown quantization recipe '{shorten(text)}'; valid: {', '.join(names)}")
+    return text.strip().lower()
+
+
+def _part(part: str):
+    def check(text: str) -> str:
+        from planner.workload.quant import part_dtype
+
+        try:
+            return part_dtype(part, text)
+        except PlannerError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    check.__name__ = part.replace("_", "-") + " dtype"
+    return check
+
+
+def precision_flags(p: argparse.ArgumentParser) -> None:
+    """--quant, --weights, --activations, --kv-cache (planner/workload/quant.py; recipes in
+    hardware_specs/quant/recipes.json)."""
+    p.add_argument("--quant", type=_recipe, metavar="RECIPE",
+                   help="quantization recipe instead of --dtype: fp8, int8, w4a16, nvfp4, mxfp8 (hardware_specs/quant)")
+    for part, what in (("weights", "Linear weights"), ("activations", "GEMM inputs (16/32-bit: every activation)"),
+                       ("kv_cache", "the KV cache")):
+        p.add_argument(f"--{part.replace('_', '-')}", type=_part(part), metavar="DTYPE",
+                       help=f"dtype of {what}, overriding that part of --dtype or --quant")
+
+
+def precision_of(args: argparse.Namespace) -> str:
+    """The canonical precision string of --dtype, --quant, --weights, --activations, --kv-cache."""
+    from planner.workload.quant import compose
+
+    return compose(args.dtype, args.quant, args.weights, args.activations, args.kv_cache)
 
 
 def fmt_time(seconds: float) -> str:

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
-from planner.cli.args import positive_int
+import pandas as pd
+
+from planner.cli.args import positive_int, precision_flags, precision_of
 from planner.units import count as fmt_count
 from planner.units import json_safe, si
-from planner.workload.counting import Counts, count
+from planner.workload.counting import Counts, OpCost, count
+from planner.workload.device_graph import kernels
 from planner.workload.dtypes import DTYPES
 from planner.workload.graphs import MODES, Workload, WorkloadGraph, build_graph
+from planner.workload.quant import describe
 from planner.workload.zoo import resolve
 
-BY = ("op", "module", "category", "phase")
+BY = ("op", "module", "category", "phase", "kernel")
 
 def add_count(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("count", help="count FLOP and bytes of a model's workload, op by op",
@@ -27,7 +32,13 @@ def add_count(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--context-len", type=positive_int, help="decode: tokens already in the KV cache (default 2048)")
     p.add_argument("--image-size", type=positive_int, help="vision: image side in pixels (default: the model's)")
     p.add_argument("--dtype", choices=list(DTYPES), default="bf16", help="default bf16")
-    p.add_argument("--by", choices=BY, default="op", help="group the table by op, module, category or phase")
+    precision_flags(p)
+    p.add_argument("--engine", metavar="NAME", default="eager",
+                   help="lower the graph to this engine's kernels (hardware_specs/engines); default eager: every "
+                        "aten op its own kernel")
+    p.add_argument("--by", choices=BY, default="op",
+                   help="group the table by op, module, category, phase, or kernel (the engine's kernels after "
+                        "lowering, with the aten ops each absorbed)")
     p.add_argument("--top", type=int, default=20, help="rows of the table to print (0: all); default 20")
     p.add_argument("--counter", choices=("planner", "fvcore"), default="planner",
                    help="fvcore: also run fvcore's FlopCountAnalysis and compare")
@@ -39,7 +50,7 @@ def _totals(wg: WorkloadGraph, counts: Counts) -> dict:
     w = wg.workload
     return {
         "model": wg.model.name, "source": wg.model.source, "mode": w.mode, "batch": w.batch, "seq_len": w.seq_len,
-        "context_len": w.context_len, "image_size": w.image_size, "dtype": w.dtype,
+        "context_len": w.context_len, "image_size": w.image_size, "dtype": w.dtype, "precision": describe(w.dtype),
         "params": wg.params, "active_params": wg.active_params, "flop": counts.total.flop,
         "bytes_read": counts.total.bytes_read, "bytes_written": counts.total.bytes_written,
         "arithmetic_intensity_flop_per_byte": counts.total.intensity, "ops": len(counts.ops),
@@ -52,7 +63,7 @@ def _describe(wg: WorkloadGraph) -> str:
     sizes = {"prefill": f"{w.seq_len} prompt tokens", "decode": f"one token on a {w.context_len}-token KV cache",
              "training": f"sequence {w.seq_len}" if w.seq_len else f"{w.image_size}px images"}
     size = sizes.get(w.mode) or (f"sequence {w.seq_len}" if w.seq_len else f"{w.image_size}px images" if w.image_size else "")
-    return f"{w.mode}, batch {w.batch}, {size}, {w.dtype}".replace(", ,", ",")
+    return f"{w.mode}, batch {w.batch}, {size}, {describe(w.dtype)}".replace(", ,", ",")
 
 
 def _print_table(counts: Counts, by: str, top: int) -> None:
@@ -69,11 +80,52 @@ def _print_table(counts: Counts, by: str, top: int) -> None:
         print(f"... {hidden} more rows (--top 0 shows all)")
 
 
+def kernel_table(wg: WorkloadGraph, engine: str) -> pd.DataFrame:
+    """One row per distinct kernel of `engine` (a fused kernel named "fused.<op>+<op>..."): calls, aten ops
+    per call, FLOP and bytes over every call, sorted by FLOP then bytes."""
+    ks = kernels(wg.graph, ["first"] * len(wg.graph.records), engine)
+    rows: dict[str, list[float]] = {}
+    for k in ks:
+        if k.category == "view":
+            continue
+        row = rows.setdefault(k.record.op, [0, 0, 0.0, 0.0, 0.0])
+        row[0] += 1
+        row[1] += k.absorbed
+        row[2] += k.cost.flop
+        row[3] += k.cost.bytes_read
+        row[4] += k.cost.bytes_written
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=["calls", "aten_ops", "flop", "bytes_read",
+                                                                  "bytes_written"])
+    total = frame["flop"].sum()
+    frame["flop_share"] = frame["flop"] / total if total else 0.0
+    frame["aten_ops"] = frame["aten_ops"] / frame["calls"]
+    return frame.sort_values(["flop", "bytes_read"], ascending=False)
+
+
+def _print_kernels(frame: pd.DataFrame, top: int) -> None:
+    shown = frame.head(top) if top > 0 else frame
+    width = min(70, max([len(str(i)) for i in shown.index] + [6]))
+    print(f"\n{'kernel':<{width}}  {'calls':>7}  {'ops':>4}  {'FLOP':>12}  {'read':>10}  {'written':>10}  {'FLOP %':>6}")
+    for key, row in shown.iterrows():
+        name = str(key) if len(str(key)) <= width else str(key)[:width - 3] + "..."
+        print(f"{name:<{width}}  {int(row['calls']):>7}  {row['aten_ops']:>4.0f}  {si(row['flop'], 'FLOP'):>12}  "
+              f"{si(row['bytes_read'], 'B'):>10}  {si(row['bytes_written'], 'B'):>10}  {100 * row['flop_share']:>6.2f}")
+    if len(frame) > len(shown):
+        print(f"... {len(frame) - len(shown)} more rows (--top 0 shows all)")
+
+
 def cmd_count(args: argparse.Namespace) -> int:
     model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
     wg = build_graph(model, Workload(mode=args.mode, batch=args.batch, seq_len=args.seq_len,
-                                     context_len=args.context_len, image_size=args.image_size, dtype=args.dtype))
+                                     context_len=args.context_len, image_size=args.image_size, dtype=precision_of(args),
+                                     engine=args.engine))
+    engine = wg.workload.engine
     counts = count(wg.graph)
+    lowered = kernel_table(wg, engine)
+    if engine != "eager" or args.by == "kernel":
+        # the engine's kernels: bytes are each kernel's external inputs and outputs
+        counts = replace(counts, total=OpCost(float(lowered["flop"].sum()), float(lowered["bytes_read"].sum()),
+                                              float(lowered["bytes_written"].sum())))
     comparison = None
     if args.counter == "fvcore":
         from planner.workload.fvcore_check import compare
@@ -81,7 +133,11 @@ def cmd_count(args: argparse.Namespace) -> int:
     if args.json:
         out = _totals(wg, counts)
         frame = counts.table(args.by)
+        out["engine"] = engine
+        out["kernels"] = int(lowered["calls"].sum())
         out["by"] = args.by
+        if args.by == "kernel":
+            frame = lowered
         out["table"] = [{args.by: str(k), **{c: (int(v) if c == "calls" else float(v)) for c, v in row.items()}}
                         for k, row in frame.iterrows()]
         if comparison is not None:
@@ -100,12 +156,17 @@ def cmd_count(args: argparse.Namespace) -> int:
     print(f"bytes written  {t.bytes_written:.4e}  ({si(t.bytes_written, 'B')})")
     print(f"intensity      {t.intensity:.1f} FLOP/byte")
     print(f"ops            {len(counts.ops)} executed")
+    note = "every aten op its own kernel" if engine == "eager" else "bytes above are the kernels' external I/O"
+    print(f"engine         {engine}: {int(lowered['calls'].sum())} kernels ({note}; --engine to change)")
     if counts.unsupported:
         listed = ", ".join(f"{op} x{n}" for op, n in counts.unsupported)
         print(f"UNSUPPORTED    {listed}  (no formula: their cost is not in the totals)")
     else:
         print("unsupported    none")
-    _print_table(counts, args.by, args.top)
+    if args.by == "kernel":
+        _print_kernels(lowered, args.top)
+    else:
+        _print_table(counts, args.by, args.top)
     if comparison is not None:
         print("\nfvcore cross-check (fvcore counts a multiply-add as 1 FLOP; shown x2)")
         for op, flop in sorted(comparison.fvcore_by_operator.items(), key=lambda kv: -kv[1]):

@@ -6,9 +6,10 @@ import argparse
 import json
 import math
 
-from planner.cli.args import finite_float, fmt_time, positive_int, workload_flags
+from planner.cli.args import finite_float, fmt_time, positive_int, precision_of, workload_flags
 from planner.errors import PlannerError
 from planner.units import json_safe, si
+from planner.workload.quant import describe, precision
 from planner.workload.zoo import resolve
 
 
@@ -59,9 +60,10 @@ def _request(args: argparse.Namespace):
                    dp=args.dp, ep=args.ep, zero=args.zero, batch=args.batch, input_len=args.input_len,
                    output_len=args.output_len, seq_len=args.seq_len, image_size=args.image_size,
                    global_batch=args.global_batch, micro_batch=args.micro_batch, microbatches=args.microbatches,
-                   recompute=args.recompute, dtype=args.dtype, instance=args.instance, site=args.site,
+                   recompute=args.recompute, dtype=precision_of(args), instance=args.instance, site=args.site,
                    pricing=args.pricing, utilization=args.utilization, overlap=args.overlap,
-                   train_tokens=args.train_tokens, scaleout_gbps=getattr(args, "scaleout_gbps", None))
+                   train_tokens=args.train_tokens, scaleout_gbps=getattr(args, "scaleout_gbps", None),
+                   engine=args.engine)
 
 
 def _print_prediction(p) -> None:
@@ -69,7 +71,7 @@ def _print_prediction(p) -> None:
     m = p.metrics
     par = p.parallelism
     print(f"{p.model} on {p.gpus} x {p.device}  (tp {par.tp}, pp {par.pp}, dp {par.dp}, ep {par.ep}, zero {par.zero}), "
-          f"{p.mode}, {p.dtype}")
+          f"{p.mode}, {describe(p.dtype)}, engine {p.engine}")
     print(f"tier           {p.tier}  (band +-{p.band_fraction:.0%})")
     mem = p.memory
     status = "fits" if p.fits else f"DOES NOT FIT: short by {mem.shortfall_bytes / 1e9:.1f} GB per device"
@@ -95,6 +97,9 @@ def _print_prediction(p) -> None:
         print(f"MFU            {m['mfu']:.1%}   (pipeline bubble {m['pipeline_bubble_fraction']:.1%})")
     if "batch" in m:
         print(f"batch          {m['batch']}")
+    if "kv_cache_capacity_tokens" in m and not precision(p.dtype).plain:  # what a quantized KV cache buys
+        print(f"KV capacity    {m['kv_cache_capacity_tokens']:,} tokens per model copy: at most "
+              f"{m['max_batch_in_memory']:,} sequences of {m['input_len'] + m['output_len']:,} tokens")
     energy_unit = ("j_per_output_token", "J/output token"), ("j_per_sample", "J/sample"), ("j_per_step", "J/step")
     for key, label in energy_unit:
         if key in m and math.isfinite(m[key]):
@@ -199,7 +204,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from planner.predict.context import default_context
         device = default_context().device(args.device)
         everything = [r for group in rows.values() for r in group]
-        draw_roofline(args.roofline, device, everything, args.dtype, f"{args.model} on {device.id} ({args.dtype}): "
+        draw_roofline(args.roofline, device, everything, req.dtype, f"{args.model} on {device.id} ({req.dtype}): "
                       f"{', '.join(rows)} ops")
     if args.json:
         out = prediction.as_dict()
@@ -232,22 +237,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.mode == "training":
         training = {k: getattr(args, k) for k in ("global_batch", "micro_batch", "microbatches", "recompute",
                                                    "train_tokens")}
+    training["engine"] = args.engine
     model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
     frame = compare(model, devices, args.mode, args.batch, args.input_len, args.output_len, args.seq_len,
-                    args.image_size, args.dtype, args.pricing, args.sort, **training)
+                    args.image_size, precision_of(args), args.pricing, args.sort, **training)
     if args.json:
         print(frame.to_json(orient="records", indent=2))
         return 0
     unit = "$/1M tok" if "ttft_s" in frame and frame["ttft_s"].notna().any() else "$/unit"
-    print(f"{'device':<15} {'gpus':>4} {'fits':>5} {'tier':<10} {'latency':>10} {'throughput':>12} {'$/h':>8} "
+    print(f"{'device':<15} {'gpus':>4} {'fits':>5} {'engine':<8} {'tier':<10} {'latency':>10} {'throughput':>12} {'$/h':>8} "
           f"{unit:>9} {'J/unit':>8} {'GB/gpu':>7}  instance / note")
     for _, r in frame.iterrows():
         if r["tier"] is None or r.get("latency_s") is None or r["latency_s"] != r["latency_s"]:
-            print(f"{r['device']:<15} {'-':>4} {'-':>5} {'-':<10} {'-':>10} {'-':>12} {'-':>8} {'-':>9} {'-':>8} {'-':>7}  "
+            print(f"{r['device']:<15} {'-':>4} {'-':>5} {'-':<8} {'-':<10} {'-':>10} {'-':>12} {'-':>8} {'-':>9} {'-':>8} {'-':>7}  "
                   f"{r['note']}")
             continue
         num = lambda v, f: "-" if v is None or v != v else format(v, f)
-        print(f"{r['device']:<15} {int(r['gpus']):>4} {str(bool(r['fits'])):>5} {r['tier']:<10} "
+        print(f"{r['device']:<15} {int(r['gpus']):>4} {str(bool(r['fits'])):>5} {r['engine']:<8} {r['tier']:<10} "
               f"{fmt_time(r['latency_s']):>10} {r['throughput']:>12,.1f} {num(r['usd_per_h'], '.2f'):>8} "
               f"{num(r['usd_per_unit'], '.3f'):>9} {num(r['j_per_unit'], '.3g'):>8} {r['memory_gb_per_gpu']:>7.1f}  "
               + (f"{r['instance']} (price of {r['price_date']})" if isinstance(r["instance"], str)

@@ -447,9 +447,10 @@ _DTYPE_OF = {("float32", 32): "fp32", ("bfloat16", 16): "bf16", ("float16", 16):
 
 def _rec_dtype(rec: OpRecord) -> str:
     """The logical dtype an op computes in, read from its first floating tensor (storage dtype and
-    counted width: fp8 and fp4 are captured as bf16 counted at 8 and 4 bits)."""
+    counted width: fp8 and fp4 are captured as bf16 counted at 8 and 4 bits; scale factors of a
+    quantization recipe add a fraction of a bit, which is dropped)."""
     for t in rec.tensors():
-        name = _DTYPE_OF.get((t.dtype, t.bits))
+        name = _DTYPE_OF.get((t.dtype, int(t.bits)))
         if name:
             return name
     return "fp32"

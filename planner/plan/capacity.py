@@ -129,8 +129,9 @@ _CACHE: dict[tuple, ServingCapacity | None] = {}
 
 
 def _serving(ctx: Context, model: str, dtype: str, input_len: int, output_len: int, ttft_slo: float,
-             tpot_slo: float, device_id: str, device_count: int, pue: float) -> ServingCapacity | None:
-    key = (id(ctx), model, dtype, input_len, output_len, ttft_slo, tpot_slo, device_id, device_count, pue)
+             tpot_slo: float, device_id: str, device_count: int, pue: float,
+             engine: str | None = None) -> ServingCapacity | None:
+    key = (id(ctx), model, dtype, input_len, output_len, ttft_slo, tpot_slo, device_id, device_count, pue, engine)
     if key in _CACHE:
         return _CACHE[key]
     best = None
@@ -138,7 +139,7 @@ def _serving(ctx: Context, model: str, dtype: str, input_len: int, output_len: i
         for b in BATCHES:
             try:
                 p = predict(Request(model, device_id, gpus=tp, tp=tp, batch=b, input_len=input_len,
-                                    output_len=output_len, dtype=dtype), ctx)
+                                    output_len=output_len, dtype=dtype, engine=engine), ctx)
             except PlannerError:
                 break
             m = p.metrics
@@ -157,7 +158,7 @@ def serving_capacity(ctx: Context, workload: ServingWorkload, bucket: Bucket, ca
                      pue: float = 1.0) -> ServingCapacity | None:
     """The best SLO-meeting configuration of one unit of `candidate` on one bucket, or None."""
     return _serving(ctx, workload.model, workload.dtype, bucket.input_len, bucket.output_len, workload.ttft_s,
-                    workload.tpot_s, candidate.device_id, candidate.device_count, pue)
+                    workload.tpot_s, candidate.device_id, candidate.device_count, pue, workload.engine)
 
 
 def training_configs(ctx: Context, job: TrainingJob, candidate: Candidate, max_units: int = 64) -> list[TrainingConfig]:
@@ -181,7 +182,7 @@ def training_configs(ctx: Context, job: TrainingJob, candidate: Candidate, max_u
             try:
                 p = predict(R(job.model, candidate.device_id, "training", gpus=gpus, tp=tp, seq_len=job.seq_len,
                               micro_batch=1, global_batch=max(dp, 256 // dp * dp), zero=1, dtype=job.dtype,
-                              train_tokens=job.tokens, recompute="full"), ctx)
+                              train_tokens=job.tokens, recompute="full", engine=job.engine), ctx)
             except PlannerError:
                 continue
             if not p.fits:

@@ -31,7 +31,7 @@ def check(plan: Plan, scenario: Scenario, ctx: Context | None = None) -> list[st
             problems.append(f"{a['candidate']}: not a candidate of this scenario")
             continue
         p = predict(Request(w.model, cand.device_id, gpus=a["tp"], tp=a["tp"], batch=a["batch"],
-                            input_len=b.input_len, output_len=b.output_len, dtype=w.dtype), ctx)
+                            input_len=b.input_len, output_len=b.output_len, dtype=w.dtype, engine=w.engine), ctx)
         m = p.metrics
         if not p.fits:
             problems.append(f"{a['flow']} on {cand.key}: tp {a['tp']} batch {a['batch']} does not fit in memory")

@@ -92,6 +92,8 @@ USD = Range(0, 1e12, unit="USD")
 POWER_KW = Range(0, 1e6, unit="kW")
 UNITS = Range(0, 100_000, integer=True, unit="units")
 FRACTION = Range(0, 1)
+PRECISION_KEYS = ("quant", "weights", "activations", "kv_cache")
+"""Workload keys that set the precision beside `dtype` (as --quant, --weights, --activations, --kv-cache)."""
 WEIGHT = Range(0, 1e6)
 
 
@@ -110,6 +112,8 @@ class ServingWorkload:
     name: str
     model: str
     dtype: str
+    """Precision (planner/workload/quant.py): `dtype`, or a `quant` recipe, with `weights`, `activations`,
+    `kv_cache` overrides, as one canonical string."""
     demand_rps: float
     """Requests per second to sustain."""
     buckets: tuple[Bucket, ...]
@@ -117,6 +121,8 @@ class ServingWorkload:
     """SLO on time to first token."""
     tpot_s: float
     """SLO on time per output token."""
+    engine: str | None = None
+    """Execution engine (hardware_specs/engines); None: the default (vllm on GPUs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +133,8 @@ class TrainingJob:
     tokens: float
     seq_len: int
     deadline_s: float
+    engine: str | None = None
+    """Execution engine (hardware_specs/engines); None: the default (eager)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,11 +331,9 @@ def _model(node: _At, serving: bool, allow_model_files: bool) -> str:
 
 
 def _workloads(root: _At, allow_model_files: bool) -> tuple[ServingWorkload, ...]:
-    from planner.workload.dtypes import DTYPES
-
     workloads, names, flows = [], set(), 0
     for w in root.optional("workloads").items(MAX_WORKLOADS):
-        w.mapping(("name", "model", "dtype", "demand_rps", "buckets", "slo"))
+        w.mapping(("name", "model", "dtype", *PRECISION_KEYS, "demand_rps", "buckets", "slo", "engine"))
         name = w.child("name").text()
         if name in names:
             raise w.child("name").fail(f"'{name}' is used twice")
@@ -350,25 +356,49 @@ def _workloads(root: _At, allow_model_files: bool) -> tuple[ServingWorkload, ...
         slo = w.child("slo")
         slo.mapping(("ttft_s", "tpot_s"))
         workloads.append(ServingWorkload(
-            name, model, w.optional("dtype", "bf16").text(tuple(DTYPES)), w.child("demand_rps").number(DEMAND_RPS),
-            tuple(buckets), slo.child("ttft_s").number(SLO_S), slo.child("tpot_s").number(SLO_S)))
+            name, model, _precision(w), w.child("demand_rps").number(DEMAND_RPS),
+            tuple(buckets), slo.child("ttft_s").number(SLO_S), slo.child("tpot_s").number(SLO_S),
+            _engine(w, "inference")))
     return tuple(workloads)
 
 
-def _training(root: _At, allow_model_files: bool) -> tuple[TrainingJob, ...]:
-    from planner.workload.dtypes import DTYPES
+def _engine(node: _At, mode: str) -> str | None:
+    """The optional `engine` key: a name from hardware_specs/engines that runs `mode`."""
+    from planner.workload.engines import engines
 
+    valid = tuple(sorted(name for name, e in engines().items() if mode in e.modes))
+    value = node.optional("engine", None)
+    return None if value is None or value.value is None else value.text(valid)
+
+
+def _precision(node: _At) -> str:
+    """A workload's precision: `dtype`, or `quant` (a recipe in hardware_specs/quant), with `weights`,
+    `activations` and `kv_cache` overriding single parts (planner/workload/quant.py compose)."""
+    from planner.workload.dtypes import DTYPES
+    from planner.workload.quant import compose
+
+    dtype = node.optional("dtype", "bf16").text(tuple(DTYPES))
+    parts = {k: node.optional(k).text() for k in PRECISION_KEYS if node.optional(k).value is not None}
+    if not parts:
+        return dtype
+    try:
+        return compose(dtype, **parts)
+    except PlannerError as exc:
+        raise node.fail(str(exc)) from None
+
+
+def _training(root: _At, allow_model_files: bool) -> tuple[TrainingJob, ...]:
     jobs, names = [], set()
     for t in root.optional("training").items(MAX_TRAINING_JOBS):
-        t.mapping(("name", "model", "dtype", "tokens", "seq_len", "deadline_days"))
+        t.mapping(("name", "model", "dtype", *PRECISION_KEYS, "tokens", "seq_len", "deadline_days", "engine"))
         name = t.child("name").text()
         if name in names:
             raise t.child("name").fail(f"'{name}' is used twice")
         names.add(name)
         model = _model(t.child("model"), False, allow_model_files)
-        jobs.append(TrainingJob(name, model, t.optional("dtype", "bf16").text(tuple(DTYPES)),
+        jobs.append(TrainingJob(name, model, _precision(t),
                                 t.child("tokens").number(TRAIN_TOKENS), t.optional("seq_len", 2048).number(TOKENS),
-                                t.child("deadline_days").number(DEADLINE_DAYS) * 86400))
+                                t.child("deadline_days").number(DEADLINE_DAYS) * 86400, _engine(t, "training")))
     return tuple(jobs)
 
 

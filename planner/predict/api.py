@@ -17,7 +17,9 @@ from planner.predict.context import Context, default_context
 from planner.predict.inference import predict_inference
 from planner.predict.prediction import CostOptions, Prediction
 from planner.predict.training import predict_training
+from planner.workload.engines import check_engine, default_engine, get_engine
 from planner.workload.parallelism import Parallelism
+from planner.workload.quant import compose
 from planner.workload.zoo import Model, resolve
 
 MODES = ("inference", "training")
@@ -28,10 +30,12 @@ MIN_UTILIZATION = 0.01
 and overflow to infinity near 5e-324."""
 MAX_TRAIN_TOKENS = 1e16
 """Largest training run accepted (tokens): 1,000x the 15T tokens of Llama 3."""
-COMPARE_COLUMNS = ("device", "vendor", "gpus", "tp", "fits", "tier", "batch", "ttft_s", "tpot_s", "latency_s",
+COMPARE_COLUMNS = ("device", "vendor", "gpus", "tp", "engine", "fits", "tier", "batch", "ttft_s", "tpot_s", "latency_s",
                    "throughput", "band_fraction", "usd_per_h", "usd_per_unit", "j_per_unit", "memory_gb_per_gpu",
                    "instance", "price_date", "note")
 """Columns of the compare table, present even when every device fails (then only `note` is filled)."""
+PRECISION_KEYS = ("quant", "weights", "activations", "kv_cache")
+"""--configs keys that compose the precision (planner/workload/quant.py compose) into `dtype`."""
 SORT_KEYS = {"cost": ("usd_per_unit", True), "latency": ("latency_s", True), "throughput": ("throughput", False),
              "energy": ("j_per_unit", True)}
 
@@ -65,6 +69,8 @@ class Request:
     utilization: float = 1.0
     overlap: float = 0.8
     train_tokens: float | None = None
+    engine: str | None = None
+    """Execution engine (hardware_specs/engines); None: the default for the workload (engine_for)."""
     scaleout_gbps: float | None = None
     """Scale-out network per device per direction in Gb/s (as NICs are sold: 200 for one HDR port per
     GPU); replaces the catalog's figure, or supplies one where the catalog has none sourced."""
@@ -90,6 +96,30 @@ def _scaleout_note(req: Request, prediction: Prediction) -> Prediction:
         return prediction
     note = f"scale-out {req.scaleout_gbps:g} Gb/s per device per direction from --scaleout-gbps"
     return replace(prediction, notes=(*prediction.notes, note))
+
+
+def engine_for(req: Request, model: Model, device) -> tuple[str, str]:
+    """(engine name, note for the output): the named engine after checking it can run this model, mode
+    and device, or the default (engines.default_engine) with the reason it was chosen."""
+    if req.engine is None:
+        name = default_engine(model.family, req.mode, device.kind)
+        why = ("the default for LLM inference on a GPU" if name != "eager" else
+               "the default for training, non-LLM inference and CPUs")
+    else:
+        if not isinstance(req.engine, str):
+            raise ConfigError(f"--engine must be a name, got {req.engine!r}"[:200])
+        name, why = get_engine(req.engine).name, "from --engine"
+    engine = get_engine(name)
+    check_engine(engine, model.family, req.mode, device.kind, device.vendor)
+    rules = ", ".join(rule for rule, _ in engine.fusions) or "none (every aten op its own kernel)"
+    graphs = {"none": "no CUDA graphs", "decode": "decode steps replayed as CUDA graphs",
+              "all": "forward passes replayed as CUDA graphs"}[engine.cuda_graphs]
+    note = f"engine {name} ({why}; --engine to change): fusions {rules}; {graphs}"
+    return name, note
+
+
+def _engine_note(prediction: Prediction, note: str) -> Prediction:
+    return replace(prediction, notes=(note, *prediction.notes))
 
 
 def parallelism(req: Request) -> Parallelism:
@@ -125,20 +155,23 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
     target = target_of(req, ctx)
     par = parallelism(req)
     cost = CostOptions(req.instance, req.site, req.pricing, req.utilization)
+    if req.mode not in MODES:
+        raise ConfigError(f"unknown mode '{req.mode}'; valid: {', '.join(MODES)}")
+    engine, note = engine_for(req, model, target.device)
     if req.mode == "inference":
-        return _scaleout_note(req, predict_inference(
-            target, model, par, req.batch, req.input_len, req.output_len, req.seq_len, req.image_size, req.dtype, cost))
-    if req.mode == "training":
-        if req.micro_batch is None and req.global_batch is not None:
-            return _scaleout_note(req, _auto_micro_batch(req, target, model, par, cost))
-        micro = req.micro_batch or (req.batch if isinstance(req.batch, int) else 1)
-        return _scaleout_note(req, predict_training(
-            target, model, par, micro, req.global_batch, req.seq_len, req.image_size, req.dtype, req.recompute,
-            req.train_tokens, cost))
-    raise ConfigError(f"unknown mode '{req.mode}'; valid: {', '.join(MODES)}")
+        return _engine_note(_scaleout_note(req, predict_inference(
+            target, model, par, req.batch, req.input_len, req.output_len, req.seq_len, req.image_size, req.dtype, cost,
+            engine)), note)
+    if req.micro_batch is None and req.global_batch is not None:
+        return _engine_note(_scaleout_note(req, _auto_micro_batch(req, target, model, par, cost, engine)), note)
+    micro = req.micro_batch or (req.batch if isinstance(req.batch, int) else 1)
+    return _engine_note(_scaleout_note(req, predict_training(
+        target, model, par, micro, req.global_batch, req.seq_len, req.image_size, req.dtype, req.recompute,
+        req.train_tokens, cost, engine)), note)
 
 
-def _auto_micro_batch(req: Request, target, model: Model, par: Parallelism, cost: CostOptions) -> Prediction:
+def _auto_micro_batch(req: Request, target, model: Model, par: Parallelism, cost: CostOptions,
+                      engine: str = "eager") -> Prediction:
     """Training without --micro-batch: the largest micro-batch that divides the per-replica batch
     (global batch / dp) and fits in memory; the rest of the batch is gradient accumulation.
 
@@ -154,7 +187,7 @@ def _auto_micro_batch(req: Request, target, model: Model, par: Parallelism, cost
 
     def run(micro: int) -> Prediction:
         return predict_training(target, model, par, micro, req.global_batch, req.seq_len, req.image_size, req.dtype,
-                                req.recompute, req.train_tokens, cost)
+                                req.recompute, req.train_tokens, cost, engine)
 
     best = run(divisors[0])
     if not best.fits:
@@ -201,11 +234,13 @@ def _check_numbers(req: Request) -> None:
 
 
 def request_from_row(row: dict) -> Request:
-    """A Request from a --configs row (keys are flag names with underscores; 'id' is ignored)."""
+    """A Request from a --configs row (keys are flag names with underscores; 'id' is ignored; quant,
+    weights, activations and kv_cache compose the precision into `dtype`, as the flags do)."""
     fields = set(Request.__dataclass_fields__)
-    unknown = sorted(set(row) - fields - {"id"})
+    unknown = sorted(set(row) - fields - {"id"} - set(PRECISION_KEYS))
     if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(unknown)}; valid keys: id, {', '.join(sorted(fields))}")
+        raise ConfigError(f"unknown key(s) {', '.join(unknown)}; valid keys: id, "
+                          f"{', '.join(sorted(fields | set(PRECISION_KEYS)))}")
     missing = [k for k in ("model", "device") if not row.get(k)]
     if missing:
         raise ConfigError(f"missing key(s) {', '.join(missing)}")
@@ -213,11 +248,14 @@ def request_from_row(row: dict) -> Request:
     ints = {"gpus", "tp", "pp", "dp", "ep", "zero", "input_len", "output_len", "seq_len", "image_size",
             "global_batch", "micro_batch", "microbatches"}
     floats = {"utilization", "overlap", "train_tokens", "scaleout_gbps"}
+    parts = {}
     for key, value in row.items():
         if key == "id" or value is None or value == "":
             continue
         try:
-            if key in ints:
+            if key in PRECISION_KEYS:
+                parts[key] = str(value)
+            elif key in ints:
                 values[key] = _int(value, key)
             elif key in floats:
                 values[key] = finite(value, f"key '{key}'")
@@ -227,6 +265,8 @@ def request_from_row(row: dict) -> Request:
                 values[key] = str(value)
         except (ValueError, OverflowError):
             raise ConfigError(f"key '{key}': expected a number, got {value!r}") from None
+    if parts:
+        values["dtype"] = compose(values.get("dtype"), **parts)
     return Request(**values)
 
 
@@ -254,6 +294,8 @@ def compare(model: str | Model, devices: list[str] | None = None, mode: str = "i
     resolved = model if isinstance(model, Model) else resolve(model)
     if sort not in SORT_KEYS:
         raise ConfigError(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
+    if training.get("engine") is not None:
+        get_engine(training["engine"])  # an unknown name fails once, not on every row
     ids = [ctx.device(d).id for d in devices] if devices else sorted(ctx.catalog.devices)
     rows = []
     for device_id in ids:
@@ -321,12 +363,13 @@ def summary_row(p: Prediction) -> dict:
     j_per_unit = m.get("j_per_output_token") or m.get("j_per_sample")
     if j_per_unit is None and throughput:
         j_per_unit = p.energy_j / (m.get("tokens_per_s", throughput) * m.get("step_time_s", 1.0))
-    return {"gpus": p.gpus, "tp": p.parallelism.tp, "fits": p.fits, "tier": p.tier, "batch": m.get("batch"),
+    return {"gpus": p.gpus, "tp": p.parallelism.tp, "engine": p.engine, "fits": p.fits, "tier": p.tier, "batch": m.get("batch"),
             "ttft_s": m.get("ttft_s"), "tpot_s": m.get("tpot_s"), "latency_s": latency, "throughput": throughput,
             "band_fraction": p.band_fraction, "usd_per_h": p.cost.usd_per_h if p.cost else math.nan,
             "usd_per_unit": per_unit if per_unit is not None else math.nan, "j_per_unit": j_per_unit,
             "memory_gb_per_gpu": p.memory.total_bytes / 1e9, "instance": p.cost.what if p.cost else None,
-            "price_date": p.cost.price_date if p.cost else None, "note": "; ".join(p.notes) or None}
+            "price_date": p.cost.price_date if p.cost else None,
+            "note": "; ".join(n for n in p.notes if not n.startswith("engine ")) or None}
 
 
 def op_rows(req: Request, ctx: Context | None = None, model: Model | None = None) -> dict[str, list]:
@@ -342,15 +385,16 @@ def op_rows(req: Request, ctx: Context | None = None, model: Model | None = None
     target = target_of(req, ctx)
     par = parallelism(req)
     batch = req.batch if isinstance(req.batch, int) else 1
+    engine = engine_for(req, model, target.device)[0]
     graphs = {}
     if req.mode == "training":
         graphs["step"] = Workload("training", req.micro_batch or batch, req.seq_len, image_size=req.image_size,
-                                  dtype=req.dtype)
+                                  dtype=req.dtype, engine=engine)
     elif model.family == "decoder":
         prompt = prompt_len(model, req.input_len or req.seq_len, req.output_len, req.dtype)
-        graphs["prefill"] = Workload("prefill", batch, prompt, dtype=req.dtype)
-        graphs["decode"] = Workload("decode", batch, context_len=prompt, dtype=req.dtype)
+        graphs["prefill"] = Workload("prefill", batch, prompt, dtype=req.dtype, engine=engine)
+        graphs["decode"] = Workload("decode", batch, context_len=prompt, dtype=req.dtype, engine=engine)
     else:
-        graphs["forward"] = Workload("forward", batch, req.seq_len, image_size=req.image_size, dtype=req.dtype)
+        graphs["forward"] = Workload("forward", batch, req.seq_len, image_size=req.image_size, dtype=req.dtype, engine=engine)
     return {name: rows_of(device_graph(model, w, par), target.device, target.efficiency, target.power)
             for name, w in graphs.items()}

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from planner.errors import ConfigError
 from planner.predict.context import Target
-from planner.predict.memory import serving_memory
+from planner.predict.memory import kv_capacity_tokens, serving_memory
 from planner.predict.parallel import layer_comm_s, pipeline_hop_s
 from planner.predict.prediction import CostOptions, Prediction, make_prediction, price
 from planner.predict.timing import stage_times
@@ -54,14 +54,14 @@ def _batch_energy(target: Target, par: Parallelism, wall_s: float, busy: list[fl
 
 
 def _llm(target: Target, model: Model, par: Parallelism, batch: int, input_len: int, output_len: int,
-         dtype: str, cost: CostOptions) -> Prediction:
-    prefill = device_graph(model, Workload("prefill", batch, input_len, dtype=dtype), par)
+         dtype: str, cost: CostOptions, engine: str = "eager") -> Prediction:
+    prefill = device_graph(model, Workload("prefill", batch, input_len, dtype=dtype, engine=engine), par)
     ttft, busy, energy = _pass_time(target, prefill, batch * input_len)
     tpot = 0.0
     decode_busy, decode_energy = [0.0] * par.pp, [0.0] * par.pp
     if output_len > 1:
         ends = (input_len, input_len + output_len - 1)
-        passes = [_pass_time(target, device_graph(model, Workload("decode", batch, context_len=c, dtype=dtype), par),
+        passes = [_pass_time(target, device_graph(model, Workload("decode", batch, context_len=c, dtype=dtype, engine=engine), par),
                              batch) for c in ends]
         tpot = sum(p[0] for p in passes) / 2
         decode_busy = [sum(p[1][s] for p in passes) / 2 for s in range(par.pp)]
@@ -79,14 +79,19 @@ def _llm(target: Target, model: Model, par: Parallelism, batch: int, input_len: 
                "latency_s": latency, "throughput_tokens_per_s": throughput,
                "j_per_output_token": energy_j / (par.dp * batch * output_len), "average_power_w_per_gpu": avg_power,
                "kv_cache_bytes_per_token_per_gpu": memory.kv_cache_bytes / max(1, batch * (input_len + output_len))}
+    capacity = kv_capacity_tokens(prefill, target.device, target.defaults)  # KV tokens that fit per model copy
+    if capacity is not None:
+        metrics["kv_cache_capacity_tokens"] = capacity
+        metrics["max_batch_in_memory"] = capacity // (input_len + output_len)
     if basis is not None:
         metrics["usd_per_million_output_tokens"] = basis.usd_per_h / (throughput * 3600) * 1e6
-    return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics)
+    return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics, engine)
 
 
 def _forward(target: Target, model: Model, par: Parallelism, batch: int, seq_len: int | None,
-             image_size: int | None, dtype: str, cost: CostOptions) -> Prediction:
-    dg = device_graph(model, Workload("forward", batch, seq_len, image_size=image_size, dtype=dtype), par)
+             image_size: int | None, dtype: str, cost: CostOptions, engine: str = "eager") -> Prediction:
+    dg = device_graph(model, Workload("forward", batch, seq_len, image_size=image_size, dtype=dtype, engine=engine),
+                      par)
     latency, busy, energy = _pass_time(target, dg, batch * (seq_len or 1))
     throughput = par.dp * batch / latency
     energy_j = _batch_energy(target, par, latency, busy, energy)
@@ -97,7 +102,7 @@ def _forward(target: Target, model: Model, par: Parallelism, batch: int, seq_len
                "j_per_sample": energy_j / (par.dp * batch), "average_power_w_per_gpu": avg_power}
     if basis is not None:
         metrics["usd_per_thousand_samples"] = basis.usd_per_h / (throughput * 3600) * 1e3
-    return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics)
+    return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics, engine)
 
 
 def prompt_len(model: Model, input_len: int | None, output_len: int, dtype: str) -> int:
@@ -120,16 +125,18 @@ def prompt_len(model: Model, input_len: int | None, output_len: int, dtype: str)
 
 def predict_inference(target: Target, model: Model, par: Parallelism, batch: int | str = 1,
                       input_len: int | None = None, output_len: int = 256, seq_len: int | None = None,
-                      image_size: int | None = None, dtype: str = "bf16", cost: CostOptions = CostOptions()) -> Prediction:
-    """Predict serving `model` on `par.devices` devices of `target.device`; batch may be "auto"."""
+                      image_size: int | None = None, dtype: str = "bf16", cost: CostOptions = CostOptions(),
+                      engine: str = "eager") -> Prediction:
+    """Predict serving `model` on `par.devices` devices of `target.device` run by `engine`; batch may be
+    "auto"."""
     validate(par, model.family, model.config)
     if model.family == "decoder":
         input_len = prompt_len(model, input_len or seq_len, output_len, dtype)
-        run = lambda b: _llm(target, model, par, b, input_len, output_len, dtype, cost)
+        run = lambda b: _llm(target, model, par, b, input_len, output_len, dtype, cost, engine)
         key = "throughput_tokens_per_s"
     else:
         resolved = resolve_workload(model, Workload("forward", 1, seq_len, image_size=image_size, dtype=dtype))
-        run = lambda b: _forward(target, model, par, b, resolved.seq_len, resolved.image_size, dtype, cost)
+        run = lambda b: _forward(target, model, par, b, resolved.seq_len, resolved.image_size, dtype, cost, engine)
         key = "throughput_samples_per_s"
     if batch != "auto":
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:

@@ -1,14 +1,18 @@
 """Memory per device: weights, KV cache, activations, gradients, optimizer state, workspace.
 
 Serving (per device of the worst pipeline stage):
-    weights     = stage parameters x bytes per element of the workload dtype
+    weights     = stage parameters x bytes per element of the workload dtype (under a quantization
+                  recipe: quantized Linear weights at the weight width plus their scales, the other
+                  parameters at the compute width; planner/workload/quant.py)
     KV cache    = batch x (input + output tokens) x 2·layers_on_stage·kv_heads_on_device·head_dim·bytes
+                  (the KV-cache width with its scales under a recipe)
     activations = 3 x the largest op output of the prefill (gate, up and their product of a gated MLP
                   are live at once), the transient peak of a forward pass
     workspace   = CUDA context and library workspaces (hardware_specs/efficiency/defaults.json)
 Training (mixed precision, ZeRO per Rajbhandari et al. 2020):
     weights 2 B, gradients 2 B, optimizer 12 B per parameter (fp32 master, moments m and v);
-    fp32 training: 4 + 4 + 8. ZeRO-1 shards the optimizer over dp, ZeRO-2 also the gradients,
+    fp32 training: 4 + 4 + 8. Under a quantization recipe the weights are at the recipe's widths as
+    in serving, gradients at the compute dtype, and the optimizer as mixed precision. ZeRO-1 shards the optimizer over dp, ZeRO-2 also the gradients,
     ZeRO-3 also the weights. Activations are what autograd saves for backward (captured), per
     layer, times the micro-batches a 1F1B pipeline keeps in flight on the first stage (min(pp, M));
     full recompute keeps only each layer's input plus one layer's activations.
@@ -17,13 +21,14 @@ The device fits when the total is within the usable fraction of its memory.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from planner.errors import ConfigError
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import Defaults
 from planner.workload.device_graph import DeviceGraph
-from planner.workload.dtypes import get_dtype
+from planner.workload.quant import parameter_bits, precision
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +71,23 @@ def kv_bytes_per_token(dg: DeviceGraph, stage: int = 0) -> float:
     cfg = dg.config
     if dg.model.family != "decoder":
         return 0.0
-    return 2 * dg.layers_on_stage(stage) * cfg.num_kv_heads * cfg.head_dim * get_dtype(dg.dtype).bits / 8
+    return 2 * dg.layers_on_stage(stage) * cfg.num_kv_heads * cfg.head_dim * precision(dg.dtype).kv_bits(cfg.head_dim) / 8
 
 
 def stage_params(dg: DeviceGraph, stage: int) -> int:
     """Parameters stored on one device of pipeline stage `stage`."""
     return sum(part.params * n for part, n in dg.stage_parts(stage))
+
+
+def weight_bytes(dg: DeviceGraph, stage: int) -> float:
+    """Bytes of the parameters stored on one device of `stage`: every parameter at the workload dtype,
+    or under a quantization recipe the quantized Linear weights at the weight width with their scales
+    and the rest at the compute width (mean bits of a layer's and of the other parameters)."""
+    p = precision(dg.dtype)
+    if p.plain:
+        return stage_params(dg, stage) * (p.bits / 8)
+    layer_bits, other_bits = parameter_bits(dg.model, dg.config, dg.num_layers > 0, dg.dtype)
+    return sum(part.params * n * (layer_bits if part is dg.layer else other_bits) / 8 for part, n in dg.stage_parts(stage))
 
 
 def _largest_outputs(dg: DeviceGraph, k: int = 1) -> float:
@@ -90,11 +106,10 @@ def capacity(device: Device, defaults: Defaults) -> float:
 
 def serving_memory(prefill: DeviceGraph, batch: int, tokens: int, device: Device, defaults: Defaults) -> MemoryBreakdown:
     """Memory per device to serve `batch` sequences of `tokens` (input + output) tokens; worst stage."""
-    bytes_per_param = get_dtype(prefill.dtype).bits / 8
     worst = None
     for stage in range(prefill.parallelism.pp):
         m = MemoryBreakdown(
-            weights_bytes=stage_params(prefill, stage) * bytes_per_param,
+            weights_bytes=weight_bytes(prefill, stage),
             kv_cache_bytes=batch * tokens * kv_bytes_per_token(prefill, stage),
             activation_bytes=3 * _largest_outputs(prefill),
             gradient_bytes=0.0, optimizer_bytes=0.0, workspace_bytes=defaults.workspace_bytes,
@@ -104,10 +119,27 @@ def serving_memory(prefill: DeviceGraph, batch: int, tokens: int, device: Device
     return worst
 
 
+def kv_capacity_tokens(prefill: DeviceGraph, device: Device, defaults: Defaults) -> int | None:
+    """Tokens of KV cache that fit on one model copy beside the weights, the prefill's activations and
+    the workspace (each device holds its share of every token): the worst stage's
+    floor((usable − weights − activations − workspace) / KV bytes per token), 0 when nothing is left;
+    None for a model without a KV cache."""
+    fewest = None
+    for stage in range(prefill.parallelism.pp):
+        per_token = kv_bytes_per_token(prefill, stage)
+        if not per_token:
+            continue
+        free = (capacity(device, defaults) - weight_bytes(prefill, stage) - 3 * _largest_outputs(prefill)
+                - defaults.workspace_bytes)
+        tokens = max(0, math.floor(free / per_token))
+        fewest = tokens if fewest is None else min(fewest, tokens)
+    return fewest
+
+
 def training_memory(step: DeviceGraph, dp: int, zero: int, microbatches: int, recompute: str, device: Device,
                     defaults: Defaults) -> MemoryBreakdown:
     """Memory per device of a training step; worst pipeline stage."""
-    dt = get_dtype(step.dtype)
+    dt = precision(step.dtype)
     mixed = dt.bits < 32
     weight_b, grad_b = dt.bits / 8, dt.bits / 8
     optim_b = 12.0 if mixed else 8.0
@@ -129,8 +161,9 @@ def training_memory(step: DeviceGraph, dp: int, zero: int, microbatches: int, re
             activations += in_flight * step.first.saved_bytes
         if stage == pp - 1:
             activations += step.last.saved_bytes
+        weights = params * weight_b if dt.plain else weight_bytes(step, stage)
         m = MemoryBreakdown(
-            weights_bytes=params * weight_b / (dp if zero >= 3 else 1),
+            weights_bytes=weights / (dp if zero >= 3 else 1),
             kv_cache_bytes=0.0,
             activation_bytes=activations,
             gradient_bytes=params * grad_b / (dp if zero >= 2 else 1),

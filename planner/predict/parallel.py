@@ -19,7 +19,7 @@ from planner.errors import ConfigError
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import Defaults
 from planner.workload.device_graph import DeviceGraph
-from planner.workload.dtypes import get_dtype
+from planner.workload.quant import precision
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "p2p")
 
@@ -100,8 +100,9 @@ def bus_bytes_per_s(kind: str, message_bytes: float, n: int, time_s: float) -> f
 
 
 def activation_bytes(dg: DeviceGraph, tokens: int) -> float:
-    """Bytes of a [tokens, hidden] activation in the workload dtype (a TP all-reduce message)."""
-    return tokens * dg.config.hidden_size * get_dtype(dg.dtype).bits / 8
+    """Bytes of a [tokens, hidden] activation in the workload's compute dtype (a TP all-reduce message:
+    16-bit under a quantization recipe)."""
+    return tokens * dg.config.hidden_size * precision(dg.dtype).bits / 8
 
 
 def layer_comm_s(dg: DeviceGraph, stage: int, tokens: int, device: Device, defaults: Defaults, node: int,

@@ -12,6 +12,7 @@ from planner.predict.energy import carbon_kg, facility_kwh
 from planner.predict.memory import MemoryBreakdown
 from planner.units import band, json_safe
 from planner.workload.parallelism import Parallelism
+from planner.workload.quant import describe
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,8 @@ class Prediction:
     rows: tuple[str, ...]
     """Catalog rows used, "file:key (date)"."""
     notes: tuple[str, ...] = field(default=())
+    engine: str = "eager"
+    """The execution engine predicted (hardware_specs/engines)."""
 
     @property
     def fits(self) -> bool:
@@ -59,6 +62,8 @@ class Prediction:
     def as_dict(self) -> dict:
         """Flat JSON-ready dict with the keys the CLI promises; an unknown number is None (null)."""
         out = {"model": self.model, "device": self.device, "gpus": self.gpus, "mode": self.mode, "dtype": self.dtype,
+               "precision": describe(self.dtype),
+               "engine": self.engine,
                "tp": self.parallelism.tp, "pp": self.parallelism.pp, "dp": self.parallelism.dp,
                "ep": self.parallelism.ep, "zero": self.parallelism.zero, "tier": self.tier,
                "band_fraction": self.band_fraction, "fits": self.fits,
@@ -124,7 +129,8 @@ def _footprint(target: Target, basis, metrics: dict, energy_j: float, per: str, 
 
 
 def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: str,
-                    memory: MemoryBreakdown, energy_j: float, basis: CostBasis | None, metrics: dict) -> Prediction:
+                    memory: MemoryBreakdown, energy_j: float, basis: CostBasis | None, metrics: dict,
+                    engine: str = "eager") -> Prediction:
     """Assemble a Prediction: energy footprint per job, notes on what is missing, tier and rows used."""
     device, eff = target.device, target.efficiency
     notes = []
@@ -146,4 +152,4 @@ def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: s
         notes.append(f"does not fit: {memory.total_bytes / 1e9:.1f} GB needed per device, "
                      f"{memory.capacity_bytes / 1e9:.1f} GB usable; short by {memory.shortfall_bytes / 1e9:.1f} GB")
     return Prediction(model.name, device.id, par.devices, mode, dtype, par, eff.tier, eff.band_fraction, memory,
-                      energy_j, basis, metrics, (f"devices.csv:{device.id} ({device.date})",), tuple(notes))
+                      energy_j, basis, metrics, (f"devices.csv:{device.id} ({device.date})",), tuple(notes), engine)

@@ -6,16 +6,24 @@
 Matrix-engine ops (matmul, conv, attention) use the device's dense peak for the op's dtype;
 vector ops (elementwise, norms, reductions, ...) use its fp32 vector peak. Each op is labelled
 by what bounds it: compute, memory, or overhead (the fixed cost exceeds both).
+
+Under a quantization recipe (planner/workload/quant.py) a matrix op with an operand stored narrower
+than the compute dtype (quantized weights, quantized activations, a quantized KV cache) runs at the
+recipe's GEMM dtype (attention: its attention dtype): w4a16 at the 16-bit peak, fp8 at the fp8 peak,
+nvfp4 at the fp4 peak. A device with no peak for that dtype (fp4 on an H100) is an error that names
+the recipe: there is no silent fallback to a slower path.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.errors import UnsupportedError
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import EfficiencyModel
 from planner.workload.capture import OpRecord
 from planner.workload.counting import OpCost
+from planner.workload.quant import precision
 
 MATRIX_CATEGORIES = frozenset({"matmul", "conv", "attention"})
 
@@ -36,22 +44,45 @@ class OpTime:
 
 
 def op_dtype(rec: OpRecord, graph_dtype: str) -> str:
-    """The dtype an op computes in: the workload's, or fp32 for ops on fp32 tensors (tf32 if asked)."""
+    """The dtype an op computes in: the workload's compute dtype, or fp32 for ops on fp32 tensors
+    (tf32 if asked); under a quantization recipe, its GEMM (attention: attention) dtype for an op
+    reading a tensor stored narrower than the compute dtype."""
+    p = precision(graph_dtype)
     for value in rec.tensors():
         if value.dtype in ("float32", "float64") and value.bits >= 32:
-            return "tf32" if graph_dtype == "tf32" else "fp32"
+            return "tf32" if p.compute == "tf32" else "fp32"
         if value.dtype in ("bfloat16", "float16", "float32"):
-            return graph_dtype
-    return graph_dtype
+            break
+    if p.plain:
+        return p.compute
+    if any(v.dtype in ("bfloat16", "float16", "float32") and v.bits < p.bits for v in rec.tensors()):
+        return p.attention if "attention" in rec.packet else p.gemm
+    return p.compute
 
 
 def vector_peak(device: Device, graph_dtype: str) -> float:
     """The rate of vector (non-matrix) work: the fp32 peak, or where none is sourced (Gaudi, TPU,
-    Trainium) the workload dtype's peak, an upper bound that only matters for the rare vector op
-    that is not memory-bound."""
+    Trainium) the workload's compute dtype's peak, an upper bound that only matters for the rare
+    vector op that is not memory-bound."""
     if "fp32" in device.peak_flop_per_s:
         return device.peak("fp32")
-    return device.peak(graph_dtype)
+    return device.peak(precision(graph_dtype).compute)
+
+
+def matrix_peak(device: Device, dtype: str, graph_dtype: str) -> float:
+    """The dense peak of `dtype` on `device`; for a quantization recipe's GEMM or attention dtype the
+    device lacks, an UnsupportedError naming the recipe."""
+    try:
+        return device.peak(dtype)
+    except UnsupportedError:
+        p = precision(graph_dtype)
+        if p.plain or dtype == p.compute:
+            raise
+        have = ", ".join(device.peak_flop_per_s) or "none"
+        what = "attention" if dtype == p.attention and dtype != p.gemm else "GEMMs"
+        raise UnsupportedError(f"device '{device.id}' has no {dtype} peak in the catalog (it has {have}), but "
+                               f"{p.describe()} runs its {what} at {dtype}: pick a device that has one, or "
+                               "another precision (--quant, --weights, --activations)") from None
 
 
 def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device: Device,
@@ -62,7 +93,7 @@ def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device
         # no kernel; on a CPU the dispatcher still costs a microsecond or so (measured by calibration)
         return OpTime(overhead, 0.0, 0.0, overhead, "overhead" if overhead else "none", 0.0)
     if category in MATRIX_CATEGORIES:
-        peak = device.peak(op_dtype(rec, graph_dtype))
+        peak = matrix_peak(device, op_dtype(rec, graph_dtype), graph_dtype)
     else:
         peak = vector_peak(device, graph_dtype)
     compute = cost.flop / (peak * compute_eff) if cost.flop else 0.0

@@ -1,8 +1,15 @@
 """Time and energy of a device graph's pipeline stages on one device.
 
-Each distinct op is timed by the roofline (planner/predict/roofline.py) and drawn power by the energy
-model (planner/predict/energy.py); a stage is the sum of its parts, counts applied. No communication here:
-planner/predict/inference.py and planner/predict/training.py add collectives.
+Each distinct kernel is timed by the roofline (planner/predict/roofline.py) and drawn power by the
+energy model (planner/predict/energy.py); a stage is the sum of its parts, counts applied. No
+communication here: planner/predict/inference.py and planner/predict/training.py add collectives.
+
+Host launch. Kernels are launched asynchronously: the host queues them while the device runs earlier
+ones, so a phase takes max(device time, kernels x host cost per launch). The host cost is the engine's
+(hardware_specs/engines: eager PyTorch dispatch is several microseconds per op); a step the engine
+replays as a CUDA graph costs no per-kernel launch. On CPUs the dispatch cost is the calibrated
+per-op overhead already, so no separate floor applies. The time a phase waits on the host is
+reported as ("<phase>", "launch") in the breakdown and as the "launch" bound.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from planner.hardware.efficiency import EfficiencyModel
 from planner.predict.energy import PowerModel
 from planner.predict.roofline import op_time
 from planner.workload.device_graph import DeviceGraph, Part
+from planner.workload.engines import get_engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +36,7 @@ class StageTime:
     bytes: float
     """Bytes read plus written."""
     bound_s: dict[str, float]
-    """Seconds of ops bound by compute, memory and overhead."""
+    """Seconds of ops bound by compute, memory and overhead, and seconds waiting on host launches."""
     breakdown_s: dict[tuple[str, str], float]
     """Seconds by (phase, category), e.g. ("forward", "attention")."""
     phase_energy_j: dict[str, float]
@@ -56,9 +64,19 @@ class OpRow:
     """Per call."""
 
 
+def host_launch_s(dg: DeviceGraph, device: Device) -> float:
+    """Host seconds per kernel launch of `dg`'s engine on `device`: 0 when the step is replayed as a
+    CUDA graph or the device is a CPU."""
+    engine = get_engine(dg.workload.engine)
+    if device.kind == "cpu" or engine.replays(dg.workload.mode):
+        return 0.0
+    return engine.host_launch_s
+
+
 def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel):
     time = energy = flop = nbytes = 0.0
     bound: dict[str, float] = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
+    launches: dict[str, int] = {}
     breakdown: dict[tuple[str, str], float] = {}
     phase_energy: dict[str, float] = {}
     rows = []
@@ -75,9 +93,10 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
         key = (op.record.phase, op.category)
         breakdown[key] = breakdown.get(key, 0.0) + t.time_s * op.count
         phase_energy[op.record.phase] = phase_energy.get(op.record.phase, 0.0) + e * op.count
+        launches[op.record.phase] = launches.get(op.record.phase, 0) + op.count
         rows.append(OpRow(op.record.module, op.record.op, op.category, op.count, op.cost.flop, op.cost.bytes,
                           t.time_s, t.bound, e))
-    return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy
+    return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches
 
 
 def stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel) -> list[StageTime]:
@@ -85,22 +104,33 @@ def stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, po
     cache = {}
     for role, part in (("first", dg.first), ("layer", dg.layer), ("last", dg.last)):
         cache[role] = _part_time(part, dg, device, efficiency, power)
+    launch_s = host_launch_s(dg, device)
     stages = []
     for stage in range(dg.parallelism.pp):
         time = energy = flop = nbytes = 0.0
-        bound = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
+        bound = {"compute": 0.0, "memory": 0.0, "overhead": 0.0, "launch": 0.0}
         breakdown: dict[tuple[str, str], float] = {}
         phase_energy: dict[str, float] = {}
+        launches: dict[str, int] = {}
         for part, n in dg.stage_parts(stage):
             role = "layer" if part is dg.layer else ("first" if part is dg.first else "last")
-            t, e, f, b, bnd, _, brk, pe = cache[role]
+            t, e, f, b, bnd, _, brk, pe, ln = cache[role]
+            for k, v in ln.items():
+                launches[k] = launches.get(k, 0) + n * v
             time, energy, flop, nbytes = time + n * t, energy + n * e, flop + n * f, nbytes + n * b
-            for k in bound:
-                bound[k] += n * bnd[k]
+            for k, v in bnd.items():
+                bound[k] += n * v
             for k, v in brk.items():
                 breakdown[k] = breakdown.get(k, 0.0) + n * v
             for k, v in pe.items():
                 phase_energy[k] = phase_energy.get(k, 0.0) + n * v
+        for phase, count in launches.items():
+            device_s = sum(v for (p, _), v in breakdown.items() if p == phase)
+            waiting = count * launch_s - device_s
+            if waiting > 0:
+                breakdown[(phase, "launch")] = waiting
+                bound["launch"] += waiting
+                time += waiting
         stages.append(StageTime(time, energy, flop, nbytes, bound, breakdown, phase_energy))
     return stages
 

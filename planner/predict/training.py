@@ -25,9 +25,9 @@ from planner.predict.parallel import collective_time_s, layer_comm_s, pipeline_h
 from planner.predict.prediction import CostOptions, Prediction, make_prediction, price
 from planner.predict.timing import stage_times
 from planner.workload.device_graph import device_graph
-from planner.workload.dtypes import get_dtype
 from planner.workload.graphs import Workload, resolve_workload
 from planner.workload.parallelism import MAX_DEGREE, Parallelism, validate
+from planner.workload.quant import precision
 from planner.workload.zoo import Model
 
 RECOMPUTE = ("none", "selective", "full")
@@ -36,8 +36,8 @@ RECOMPUTE = ("none", "selective", "full")
 def predict_training(target: Target, model: Model, par: Parallelism, micro_batch: int = 1,
                      global_batch: int | None = None, seq_len: int | None = None, image_size: int | None = None,
                      dtype: str = "bf16", recompute: str = "none", train_tokens: float | None = None,
-                     cost: CostOptions = CostOptions()) -> Prediction:
-    """Predict a training step of `model` on `par.devices` devices of `target.device`."""
+                     cost: CostOptions = CostOptions(), engine: str = "eager") -> Prediction:
+    """Predict a training step of `model` on `par.devices` devices of `target.device` run by `engine`."""
     device, defaults, node = target.device, target.defaults, target.node_size
     validate(par, model.family, model.config)
     if recompute not in RECOMPUTE:
@@ -56,7 +56,8 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
                               f"is {MAX_DEGREE:,} (raise --micro-batch)")
     else:
         microbatches = par.microbatches or (4 * par.pp if par.pp > 1 else 1)
-    workload = resolve_workload(model, Workload("training", micro_batch, seq_len, image_size=image_size, dtype=dtype))
+    workload = resolve_workload(model, Workload("training", micro_batch, seq_len, image_size=image_size, dtype=dtype,
+                                                         engine=engine))
     step_graph = device_graph(model, workload, par)
     stages = stage_times(step_graph, device, target.efficiency, target.power)
     tokens = micro_batch * (workload.seq_len or 1)
@@ -78,7 +79,7 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     optimizer = max(st.phase_s("optimizer") for st in stages) / (par.dp if par.zero >= 1 else 1)
 
     # data-parallel communication of the largest stage's gradients (and weights under ZeRO)
-    grad_bytes = max(stage_params(step_graph, s) for s in range(par.pp)) * get_dtype(dtype).bits / 8
+    grad_bytes = max(stage_params(step_graph, s) for s in range(par.pp)) * precision(dtype).bits / 8  # compute dtype
     per_node = max(1, node // par.model_devices)
     dp_comm = 0.0
     if par.dp > 1:
@@ -97,7 +98,7 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     model_flop = sum(op.cost.flop * op.count * (whole.num_layers if part is whole.layer else 1)
                      for part in (whole.first, whole.layer, whole.last) for op in part.ops
                      if op.record.phase in ("forward", "backward")) * microbatches * par.dp
-    peak = device.peak(dtype)
+    peak = device.peak(precision(dtype).gemm)  # a quantization recipe: the peak its GEMMs run at
     mfu = model_flop / (step * par.devices * peak)
 
     memory = training_memory(step_graph, par.dp, par.zero, microbatches, recompute, device, defaults)
@@ -125,4 +126,4 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
         metrics["energy_to_train_j"] = steps * energy_j
         if basis is not None:
             metrics["cost_to_train_usd"] = steps * step / 3600 * basis.usd_per_h
-    return make_prediction(target, model, par, "training", dtype, memory, energy_j, basis, metrics)
+    return make_prediction(target, model, par, "training", dtype, memory, energy_j, basis, metrics, engine)

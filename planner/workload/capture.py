@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -27,7 +27,15 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.module_tracker import ModuleTracker
 
+from planner.workload.quant import Precision
+
 PHASES = ("forward", "backward", "optimizer")
+GEMM_OPERANDS = {"aten.mm": ("self", "mat2"), "aten.addmm": ("mat1", "mat2"), "aten.bmm": ("self", "mat2"),
+                 "aten.baddbmm": ("batch1", "batch2"), "aten.matmul": ("self", "other"),
+                 "aten.linear": ("input", "weight")}
+"""The two matrix operands of each GEMM op: a quantized weight in one makes the other a quantized input."""
+QUANTIZE_OP = "quant.quantize.default"
+"""The synthetic record of a dynamic activation-quantization kernel (see _Recorder.quantized)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +46,22 @@ class TensorMeta:
     """Sizes of each dimension."""
     dtype: str
     """torch dtype name as captured, e.g. "bfloat16"."""
-    bits: int
-    """Width of one element in bits as counted (the workload's logical dtype for its floats)."""
+    bits: float
+    """Width of one element in bits as counted: the workload's compute dtype for its floats, or, under a
+    quantization recipe (planner/workload/quant.py), the weight, KV-cache or quantized-activation width
+    of the tensors in those roles, scale factors included (a float: w4a16 weights of 4096 inputs count
+    4 + 20/128 bits)."""
     touched: int
     """Distinct storage elements addressed: dimensions with stride 0 (broadcast) count once."""
     col_major: bool = False
     """The last two dimensions are stored transposed (stride 1 along rows): an nn.Linear weight as
     mm sees it. Kernels run such operands at different speeds, so calibration tells them apart."""
+    storage: int = field(default=0, compare=False)
+    """Identity of the storage the tensor views (0 when unknown): the dataflow the lowering pass
+    (planner/workload/lowering.py) follows. Views and in-place results share their input's storage.
+    Not part of equality: equal shapes at different addresses are the same op signature."""
+    offset: int = field(default=0, compare=False)
+    """Storage offset in elements: two chunks of one storage are different tensors."""
 
     @property
     def numel(self) -> int:
@@ -121,10 +138,20 @@ def _touched(t: torch.Tensor) -> int:
     return n if t.numel() else 0
 
 
+def _storage_id(t: torch.Tensor) -> int:
+    # the address of the storage object: stable while the tensor lives; a later storage at the same
+    # address is a new version to the lowering pass, which binds each read to the latest write
+    try:
+        return t.untyped_storage()._cdata
+    except (RuntimeError, NotImplementedError):  # tensor subclasses without storage
+        return 0
+
+
 class _Recorder(TorchDispatchMode):
     """Records every aten op that reaches the dispatcher."""
 
-    def __init__(self, tracker: ModuleTracker, capture_dtype: torch.dtype, logical_bits: int):
+    def __init__(self, tracker: ModuleTracker, capture_dtype: torch.dtype, logical_bits: int,
+                 precision: Precision | None = None):
         super().__init__()
         self.records: list[OpRecord] = []
         self.phase = "forward"
@@ -134,11 +161,36 @@ class _Recorder(TorchDispatchMode):
         self._schema_cache: dict[Any, tuple[tuple[str, ...], tuple[str, ...], bool]] = {}
         self.module_override: str | None = None
         self.paused = False
+        self._precision = precision
+        self._role_bits: dict[int, float] = {}
+        """Storage -> bits of the tensors with a role under a quantization recipe (weights, KV cache,
+        quantized GEMM inputs); every other float of the capture dtype is at `logical_bits`."""
+        self._weights: set[int] = set()
+        self._quantized: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        """(storage, offset, shape, stride) of a GEMM input -> (input, its quantized copy): one quantize
+        kernel per distinct input (q, k and v projections share theirs), both kept alive so that their
+        storages keep their identity."""
+
+    def assign(self, weights: tuple[torch.Tensor, ...], kv_cache: tuple[torch.Tensor, ...]) -> None:
+        """Count `weights` at the precision's weight width and `kv_cache` at its KV width (storages)."""
+        p = self._precision
+        for w in weights:
+            sid = _storage_id(w)
+            self._weights.add(sid)
+            self._role_bits[sid] = p.weight_bits(w.shape[-1])
+        if p.quantizes_kv:
+            for t in kv_cache:
+                self._role_bits[_storage_id(t)] = p.kv_bits(t.shape[-1])
 
     def _meta(self, t: torch.Tensor) -> TensorMeta:
-        bits = self._logical_bits if t.dtype == self._capture_dtype else t.element_size() * 8
+        sid = _storage_id(t)
+        if t.dtype == self._capture_dtype:
+            bits = self._role_bits.get(sid, self._logical_bits) if self._role_bits else self._logical_bits
+        else:
+            bits = t.element_size() * 8
         col_major = t.dim() >= 2 and t.stride(-2) == 1 and t.stride(-1) != 1 and t.shape[-1] > 1
-        return TensorMeta(tuple(t.shape), str(t.dtype).removeprefix("torch."), bits, _touched(t), col_major)
+        return TensorMeta(tuple(t.shape), str(t.dtype).removeprefix("torch."), bits, _touched(t), col_major,
+                          sid, t.storage_offset())
 
     def _value(self, v: Any) -> Any:
         if isinstance(v, torch.Tensor):
@@ -183,6 +235,53 @@ class _Recorder(TorchDispatchMode):
                                      phase=self.current_phase(), args=tuple((k, self._value(v)) for k, v in args),
                                      outputs=tuple(self._meta(o) for o in outputs), mutates=(), is_view=False))
 
+    def quantized(self, x: torch.Tensor) -> torch.Tensor:
+        """The quantized copy of GEMM input `x` under an activation-quantizing recipe (W8A8, FP4): the
+        first time, a `quant.quantize` record reads `x` at the compute width and writes the copy at the
+        activation width with its scales, a kernel of its own unless an engine fuses it. The GEMM then
+        reads the copy."""
+        key = (_storage_id(x), x.storage_offset(), tuple(x.shape), tuple(x.stride()))
+        hit = self._quantized.get(key)
+        if hit is not None:
+            return hit[1]
+        q = torch.empty(x.shape, dtype=x.dtype, device=x.device)  # not recorded: the mode is off in here
+        p = self._precision
+        self._role_bits[_storage_id(q)] = p.activation_bits(x.shape[-1] if x.dim() else 1)
+        self._quantized[key] = (x, q)
+        self.records.append(OpRecord(op=QUANTIZE_OP, packet=QUANTIZE_OP.rsplit(".", 1)[0], module=self._module(),
+                                     phase=self.current_phase(),
+                                     args=(("input", self._meta(x)), ("dynamic", p.activation_scales.dynamic)),
+                                     outputs=(self._meta(q),), mutates=(), is_view=False))
+        return q
+
+    def _quantize_inputs(self, packet: str, values: list) -> list:
+        """`values` with the activation operand of a GEMM on a quantized weight replaced by its quantized copy."""
+        operands = GEMM_OPERANDS.get(packet)
+        if operands is None:
+            return values
+        found = {k: v for k, v in values if k in operands and isinstance(v, torch.Tensor)}
+        if len(found) != 2:
+            return values
+        weight = [k for k, v in found.items() if _storage_id(v) in self._weights]
+        if len(weight) != 1:
+            return values
+        (name, x), = [(k, v) for k, v in found.items() if k != weight[0]]
+        if x.dtype != self._capture_dtype or _storage_id(x) in self._role_bits:
+            return values
+        q = self.quantized(x)
+        return [(k, q if k == name else v) for k, v in values]
+
+    def _forget(self, values: list, mutates: tuple[str, ...]) -> None:
+        """Drop the quantized copies of storages an op writes in place (the next GEMM quantizes anew)."""
+        written = set()
+        for k, v in values:
+            if k in mutates:
+                for t in (v if isinstance(v, (list, tuple)) else (v,)):
+                    if isinstance(t, torch.Tensor):
+                        written.add(_storage_id(t))
+        for key in [key for key in self._quantized if key[0] in written]:
+            del self._quantized[key]
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
@@ -190,6 +289,10 @@ class _Recorder(TorchDispatchMode):
             return out
         names, mutates, is_view = self._schema(func)
         values = list(zip(names, args)) + [(k, kwargs[k]) for k in names if k in kwargs]
+        if self._weights and self._precision.quantizes_activations:
+            if mutates and self._quantized:
+                self._forget(values, mutates)
+            values = self._quantize_inputs(str(func.overloadpacket), values)
         flat_out = out if isinstance(out, (tuple, list)) else (out,)
         phase = self.current_phase()
         self.records.append(OpRecord(
@@ -329,24 +432,33 @@ class _SavedTensors:
 
 
 @contextlib.contextmanager
-def capturing(capture_dtype: torch.dtype, logical_bits: int,
-              parameters: tuple[torch.Tensor, ...] = ()) -> Iterator[tuple[Capture, list[OpRecord], dict[str, float]]]:
+def capturing(capture_dtype: torch.dtype, logical_bits: int, parameters: tuple[torch.Tensor, ...] = (),
+              precision: Precision | None = None, weights: tuple[torch.Tensor, ...] = (),
+              kv_cache: tuple[torch.Tensor, ...] = ()) -> Iterator[tuple[Capture, list[OpRecord], dict[str, float]]]:
     """Record every aten op run inside the block.
 
     Yields (handle, records, saved): `records` fills as ops run; `saved` maps module -> bytes of
     activations saved for backward (`parameters` are not activations). Floats of `capture_dtype`
-    are counted at `logical_bits` per element; other tensors at their own width.
+    are counted at `logical_bits` per element; other tensors at their own width. Under a precision
+    that is not plain (planner/workload/quant.py), `weights` (the quantized parameters) and
+    `kv_cache` (the KV-cache tensors) are counted at its weight and KV widths, and every GEMM on a
+    quantized weight reads a quantized copy of its activation operand where the recipe quantizes
+    activations (a `quant.quantize` record before it).
     """
     tracker = ModuleTracker()
-    recorder = _Recorder(tracker, capture_dtype, logical_bits)
+    recorder = _Recorder(tracker, capture_dtype, logical_bits, precision)
+    if precision is not None and not precision.plain:
+        recorder.assign(weights, kv_cache)
     saved = _SavedTensors(recorder, {id(p) for p in parameters})
     with tracker, _FusedAttention(recorder), recorder, torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
         yield Capture(recorder), recorder.records, saved.by_module
 
 
 def capture(fn: Callable[[Capture], Any], capture_dtype: torch.dtype, logical_bits: int, dtype: str,
-            parameters: tuple[torch.Tensor, ...] = ()) -> OpGraph:
-    """Run `fn(handle)` under capture and return its OpGraph (ops in execution order)."""
-    with capturing(capture_dtype, logical_bits, parameters) as (handle, records, saved):
+            parameters: tuple[torch.Tensor, ...] = (), precision: Precision | None = None,
+            weights: tuple[torch.Tensor, ...] = (), kv_cache: tuple[torch.Tensor, ...] = ()) -> OpGraph:
+    """Run `fn(handle)` under capture and return its OpGraph (ops in execution order); `precision`,
+    `weights` and `kv_cache` as in `capturing`."""
+    with capturing(capture_dtype, logical_bits, parameters, precision, weights, kv_cache) as (handle, records, saved):
         fn(handle)
     return OpGraph(records=tuple(records), dtype=dtype, saved_bytes=tuple(saved.items()))

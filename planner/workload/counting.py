@@ -10,6 +10,14 @@ Conventions:
   is reported as unsupported with its call count: never silently zero.
 - Elementwise ops (aten ops tagged pointwise, and in-place forms) cost 1 FLOP per output element,
   2 for fused multiply-add forms (addcmul, addcdiv, lerp); transcendentals count as 1.
+- Quantization recipes (planner/workload/quant.py): a GEMM whose operands differ in element width
+  (int4 weights against 16-bit activations: weight-only quantization) dequantizes the narrower one
+  in its main loop, (q - zero) x scale: 2 FLOP per element of it, per call, added to the GEMM's FLOP
+  (Marlin overlaps this work with the tensor-core multiply; the roofline charges it at the GEMM's
+  peak). Scales applied in a GEMM's epilogue (W8A8: per-token x per-channel) are not counted, like a
+  bias. The dynamic activation quantization kernel `quant.quantize` (an elementwise op) costs an amax
+  compare and a scale multiply per element (1 FLOP for a static scale), reads its input at the
+  compute width and writes the quantized copy with its scales.
 """
 
 from __future__ import annotations
@@ -120,19 +128,31 @@ def _first(rec: OpRecord, *names: str) -> TensorMeta:
 
 # ---------------------------------------------------------------- matmul family
 
+def _dequant(rec: OpRecord, a_name: str, b_name: str) -> float:
+    # weight-only quantization: the operand of fewer element bits (scales aside) is dequantized to the
+    # other's width in the main loop, (q - zero) x scale = 2 FLOP per element, each call
+    a, b = rec.arg(a_name), rec.arg(b_name)
+    if not isinstance(a, TensorMeta) or not isinstance(b, TensorMeta) or a.dtype != b.dtype:
+        return 0.0
+    wa, wb = int(a.bits), int(b.bits)
+    if wa == wb:
+        return 0.0
+    return 2.0 * (a.touched if wa < wb else b.touched)
+
+
 @formula("aten.mm", "aten._scaled_mm", "aten._int_mm", category="matmul")
 def _mm(rec: OpRecord) -> OpCost:
     # a: [M, K] @ b: [K, N] -> [M, N]: 2·M·K·N
     a = _first(rec, "self")
     (m, k), n = a.shape, rec.outputs[0].shape[-1]
-    return _io(rec, 2 * m * k * n)
+    return _io(rec, 2 * m * k * n + _dequant(rec, "self", "mat2"))
 
 
 @formula("aten.addmm", category="matmul")
 def _addmm(rec: OpRecord) -> OpCost:
     # bias + a: [M, K] @ b: [K, N]: 2·M·K·N (the bias add rides in the epilogue)
     m, k = rec.arg("mat1").shape
-    return _io(rec, 2 * m * k * rec.arg("mat2").shape[1])
+    return _io(rec, 2 * m * k * rec.arg("mat2").shape[1] + _dequant(rec, "mat1", "mat2"))
 
 
 @formula("aten.bmm", "aten.baddbmm", category="matmul")
@@ -140,14 +160,24 @@ def _bmm(rec: OpRecord) -> OpCost:
     # a: [b, M, K] @ b: [b, K, N]: 2·b·M·K·N
     a = _first(rec, "batch1", "self")
     b, m, k = a.shape
-    return _io(rec, 2 * b * m * k * rec.outputs[0].shape[-1])
+    names = ("batch1", "batch2") if rec.packet == "aten.baddbmm" else ("self", "mat2")
+    return _io(rec, 2 * b * m * k * rec.outputs[0].shape[-1] + _dequant(rec, *names))
 
 
 @formula("aten.matmul", "aten.linear", category="matmul")
 def _matmul(rec: OpRecord) -> OpCost:
     # any broadcast product: every output element is a K-long dot product: 2·numel(out)·K
     k = _first(rec, "self", "input").shape[-1]
-    return _io(rec, 2 * _numel(rec.outputs[0].shape) * k)
+    names = ("input", "weight") if rec.packet == "aten.linear" else ("self", "other")
+    return _io(rec, 2 * _numel(rec.outputs[0].shape) * k + _dequant(rec, *names))
+
+
+@formula("quant.quantize", category="elementwise")
+def _quantize(rec: OpRecord) -> OpCost:
+    # x [.., K] at the compute width -> q [.., K] at the activation width + scales: an amax compare and
+    # a scale multiply per element when the scale is dynamic, the multiply alone when it is static
+    x = rec.arg("input")
+    return _io(rec, (2 if rec.arg("dynamic") else 1) * _numel(x.shape))
 
 
 # ---------------------------------------------------------------- convolution

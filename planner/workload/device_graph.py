@@ -18,7 +18,9 @@ from functools import lru_cache
 
 from planner.workload.capture import OpRecord
 from planner.workload.counting import OpCost, classify, pointwise_packets
+from planner.workload.engines import get_engine
 from planner.workload.graphs import Workload, build_graph
+from planner.workload.lowering import Kernel, lower
 from planner.workload.parallelism import Parallelism, shard_config
 from planner.workload.zoo import Model
 
@@ -33,6 +35,8 @@ class CostedOp:
     category: str
     cost: OpCost
     count: int
+    absorbed: int = 1
+    """Aten ops this kernel runs (more than 1 for a fused kernel of the engine; 0 for a view)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +120,9 @@ def _roles(records: tuple[OpRecord, ...]) -> list[str]:
     return roles
 
 
-@lru_cache(maxsize=512)
-def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceGraph:
+@lru_cache(maxsize=256)
+def _captured(model: Model, workload: Workload, tp: int, ep: int):
+    """The capture under (tp, ep), whatever the engine: (config, num_layers, captured, roles, fold)."""
     par = Parallelism(tp=tp, ep=ep)
     config = None
     num_layers = 0
@@ -135,16 +140,27 @@ def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceG
         captured = build_graph(model, workload)
     records = captured.graph.records
     roles = _roles(records) if fold else ["first"] * len(records)
-    tags = pointwise_packets(captured.graph)
+    return config, num_layers, captured, roles, fold
+
+
+def kernels(graph, roles: list[str], engine: str) -> list[Kernel]:
+    """The kernels `engine` runs for a captured OpGraph (planner/workload/lowering.py), in order."""
+    tags = pointwise_packets(graph)
+    classified = [classify(rec, rec.packet in tags) for rec in graph.records]
+    return lower(graph.records, [c for c, _ in classified], [c for _, c in classified], roles, get_engine(engine))
+
+
+@lru_cache(maxsize=512)
+def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceGraph:
+    par = Parallelism(tp=tp, ep=ep)
+    config, num_layers, captured, roles, fold = _captured(model, replace(workload, engine="eager"), tp, ep)
+    records = captured.graph.records
     counters: dict[str, Counter] = {r: Counter() for r in ROLES}
-    for rec, role in zip(records, roles):
-        counters[role][replace(rec, module=role)] += 1
+    for k in kernels(captured.graph, roles, workload.engine):
+        counters[k.role][(replace(k.record, module=k.role), k.category, k.cost, k.absorbed)] += 1
 
     def part(role: str) -> Part:
-        ops = []
-        for rec, n in counters[role].items():
-            category, cost = classify(rec, rec.packet in tags)
-            ops.append(CostedOp(rec, category, cost, n))
+        ops = [CostedOp(rec, category, cost, n, absorbed) for (rec, category, cost, absorbed), n in counters[role].items()]
         return Part(tuple(ops), 0, 0.0)
 
     parts = {r: part(r) for r in ROLES}
@@ -159,8 +175,8 @@ def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceG
     first_params = _params_of(captured, first_tops) if fold else captured.params
     params = {"layer": layer_params, "first": first_params, "last": captured.params - layer_params - first_params}
     parts = {r: replace(parts[r], params=params[r], saved_bytes=saved[r]) for r in ROLES}
-    return DeviceGraph(model, captured.workload, par, config, parts["first"], parts["layer"], parts["last"],
-                       num_layers, captured.graph.dtype)
+    return DeviceGraph(model, replace(captured.workload, engine=workload.engine), par, config, parts["first"],
+                       parts["layer"], parts["last"], num_layers, captured.graph.dtype)
 
 
 def _params_outside_layers(captured) -> int:

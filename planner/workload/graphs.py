@@ -13,7 +13,8 @@ import torch.nn.functional as F
 
 from planner.errors import ConfigError, UnsupportedError
 from planner.workload.capture import Capture, OpGraph, capture
-from planner.workload.dtypes import get_dtype
+from planner.workload.engines import check_engine, get_engine
+from planner.workload.quant import precision, quantized_weights
 from planner.workload.zoo import Model
 
 MODES = ("inference", "prefill", "decode", "forward", "training")
@@ -42,7 +43,11 @@ class Workload:
     image_size: int | None = None
     """Vision: image side in pixels."""
     dtype: str = "bf16"
-    """Logical dtype name (see planner.workload.dtypes)."""
+    """Precision: a dtype name (planner.workload.dtypes) or a quantization recipe or composition
+    (planner.workload.quant: "w4a16", "weights=int4,kv=fp8")."""
+    engine: str = "eager"
+    """Execution engine (hardware_specs/engines): which fusions and CUDA graphs apply. The capture is
+    the same for every engine; planner/workload/lowering.py rewrites it into the engine's kernels."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +80,10 @@ def _short(value) -> str:
 
 def resolve_workload(model: Model, w: Workload) -> Workload:
     """Return `w` with the mode made concrete and defaults filled; raise on impossible sizes."""
-    get_dtype(w.dtype)
+    precision(w.dtype)
     if w.mode not in MODES:
         raise ConfigError(f"unknown mode '{w.mode}'; valid modes: {', '.join(MODES)}")
+    check_engine(get_engine(w.engine), model.family, w.mode)
     for name in ("batch", "seq_len", "context_len", "image_size"):
         _positive(name, getattr(w, name))
     mode = w.mode
@@ -182,7 +188,7 @@ def build_inputs(model: Model, workload: Workload, device: str = "meta"):
     device, weights and inputs are random and token ids are valid.
     """
     w = workload
-    dt = get_dtype(w.dtype)
+    dt = precision(w.dtype)
     with torch.device(device):
         if model.factory is not None:
             module, inputs = model.factory()
@@ -228,7 +234,7 @@ def build_inputs(model: Model, workload: Workload, device: str = "meta"):
 def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
     """Capture the op graph of `workload` on `model` (meta tensors: nothing is allocated)."""
     w = resolve_workload(model, workload)
-    dt = get_dtype(w.dtype)
+    dt = precision(w.dtype)
     module, args, kwargs, labels = build_inputs(model, w)
     training = w.mode == "training"
     params = list(module.parameters())
@@ -249,7 +255,9 @@ def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
             _adamw_step(cap, states)
 
     try:
-        graph = capture(run, dt.capture, dt.bits, dt.name, parameters=tuple(params))
+        kv = tuple(t for pair in kwargs.get("kv_cache") or () for t in pair)  # KV-cache role (quant.py)
+        graph = capture(run, dt.capture, dt.bits, dt.name, parameters=tuple(params), precision=dt,
+                        weights=quantized_weights(module, dt), kv_cache=kv)
     except (RuntimeError, ValueError, TypeError, NotImplementedError) as exc:
         raise UnsupportedError(f"{model.name}: the {w.mode} workload failed on meta tensors: {exc}") from None
     by_top: dict[str, int] = {}

@@ -1,0 +1,195 @@
+"""Execution engines as data: hardware_specs/engines/<name>.json (schema in its README).
+
+An engine says how a stack runs the captured aten graph: which fusion rules its kernels implement
+(planner/workload/lowering.py applies them), whether steps are replayed as CUDA graphs (no host-side
+launch cost per kernel), the host cost of a kernel launch when they are not, its attention kernel,
+its tensor-parallel all-reduce, and the dtypes and quantization recipes it serves. Every fact has a
+source in the file. Nothing here executes: the files are parsed as JSON and validated field by field.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.errors import ConfigError, UnknownNameError
+from planner.files import parse_json, read_text
+
+ROOT = Path(__file__).resolve().parents[2] / "hardware_specs"
+RULES = ("bn_fold", "conv_epilogue", "gemm_epilogue", "pointwise", "norm_fusion", "reduction_fusion",
+         "attention_prologue")
+"""The fusion rules the lowering pass implements (planner/workload/lowering.py)."""
+PHASES = ("forward", "backward")
+MODES = ("inference", "training")
+FAMILIES = ("decoder", "encoder", "vision", "custom")
+KINDS = ("gpu", "cpu", "tpu", "accelerator")
+GRAPH_MODES = ("none", "decode", "all")
+MAX_HOST_LAUNCH_S = 1e-3
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """One execution engine, loaded from hardware_specs/engines/<name>.json."""
+
+    name: str
+    title: str
+    description: str
+    modes: tuple[str, ...]
+    """"inference" and/or "training"."""
+    families: tuple[str, ...]
+    """Model families it runs: decoder (generative LLMs), encoder, vision, custom."""
+    device_kinds: tuple[str, ...]
+    vendors: tuple[str, ...]
+    """Device vendors it runs on, lowercase as in devices.csv."""
+    fusions: tuple[tuple[str, tuple[str, ...]], ...]
+    """(rule, phases it applies in), for the rules it implements."""
+    cuda_graphs: str
+    """"none", "decode" (decode steps replayed) or "all" (every forward pass replayed)."""
+    host_launch_s: float
+    """Host cost of launching one kernel that is not replayed from a CUDA graph, in s."""
+    attention: str
+    tp_allreduce: str
+    dtypes: tuple[str, ...]
+    recipes: tuple[str, ...]
+    sources: tuple[tuple[str, str], ...]
+    """(fact, source) for every fact above."""
+
+    def fuses(self, rule: str, phase: str) -> bool:
+        """True when the engine applies fusion `rule` to ops of `phase` ("forward"/"backward")."""
+        return any(r == rule and phase in phases for r, phases in self.fusions)
+
+    def replays(self, mode: str) -> bool:
+        """True when a step of workload `mode` (prefill, decode, forward, training) is replayed as a
+        CUDA graph, so that kernels cost no host-side launch."""
+        return self.cuda_graphs == "all" and mode != "training" or self.cuda_graphs == "decode" and mode == "decode"
+
+
+def engines_root() -> Path:
+    """The engines folder: $PLANNER_HARDWARE_SPECS/engines when that is set, else the repository's."""
+    root = os.environ.get("PLANNER_HARDWARE_SPECS")
+    return (Path(root) if root else ROOT) / "engines"
+
+
+def _strings(value, where: str, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where} must be a list of names")
+    if allowed is not None:
+        for v in value:
+            if v not in allowed:
+                raise ConfigError(f"{where}: unknown value '{v[:40]}'; valid: {', '.join(allowed)}")
+    return tuple(value)
+
+
+def _fact(data: dict, key: str, field: str, where: str):
+    entry = data.get(key)
+    if not isinstance(entry, dict) or field not in entry:
+        raise ConfigError(f"{where}: '{key}' must be an object with '{field}' and 'source'")
+    source = entry.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(f"{where}: '{key}' has no source")
+    return entry[field], source
+
+
+def parse_engine(data, where: str) -> Engine:
+    """Validate one engine's JSON object and return the Engine; ConfigError names `where` and the field."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: an engine file must hold a JSON object")
+    for key in ("name", "title", "description"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise ConfigError(f"{where}: '{key}' must be a non-empty string")
+    sources = []
+    fusions = []
+    raw = data.get("fusions", {})
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: 'fusions' must be an object of rule -> {{phases, source}}")
+    for rule, entry in raw.items():
+        if rule not in RULES:
+            raise ConfigError(f"{where}: unknown fusion rule '{rule[:40]}'; valid: {', '.join(RULES)}")
+        phases, source = _fact(raw, rule, "phases", where)
+        fusions.append((rule, _strings(phases, f"{where}: fusions.{rule}.phases", PHASES)))
+        sources.append((f"fusion {rule}", source))
+    replays, source = _fact(data, "cuda_graphs", "replays", where)
+    if replays not in GRAPH_MODES:
+        raise ConfigError(f"{where}: cuda_graphs.replays must be one of {', '.join(GRAPH_MODES)}")
+    sources.append(("CUDA graphs", source))
+    launch, source = _fact(data, "host_launch_s", "value", where)
+    if isinstance(launch, bool) or not isinstance(launch, (int, float)) or not 0 <= launch <= MAX_HOST_LAUNCH_S:
+        raise ConfigError(f"{where}: host_launch_s.value must be seconds in [0, {MAX_HOST_LAUNCH_S:g}]")
+    sources.append(("host launch", source))
+    attention, source = _fact(data, "attention", "kernel", where)
+    sources.append(("attention", source))
+    allreduce, source = _fact(data, "tp_allreduce", "algorithm", where)
+    sources.append(("TP all-reduce", source))
+    dtypes, source = _fact(data, "dtypes", "values", where)
+    sources.append(("dtypes", source))
+    recipes, source = _fact(data, "quant", "recipes", where)
+    sources.append(("quantization", source))
+    return Engine(
+        name=data["name"], title=data["title"], description=data["description"],
+        modes=_strings(data.get("modes"), f"{where}: modes", MODES),
+        families=_strings(data.get("families"), f"{where}: families", FAMILIES),
+        device_kinds=_strings(data.get("device_kinds"), f"{where}: device_kinds", KINDS),
+        vendors=tuple(v.lower() for v in _strings(data.get("vendors"), f"{where}: vendors")),
+        fusions=tuple(fusions), cuda_graphs=replays, host_launch_s=float(launch),
+        attention=str(attention), tp_allreduce=str(allreduce),
+        dtypes=_strings(dtypes, f"{where}: dtypes.values"), recipes=tuple(recipes) if isinstance(recipes, list) else (),
+        sources=tuple(sources))
+
+
+@functools.lru_cache(maxsize=4)
+def _load(root: str) -> dict[str, Engine]:
+    folder = Path(root)
+    if not folder.is_dir():
+        raise ConfigError(f"engines folder '{folder}' is missing (hardware_specs/engines/ holds one JSON file per engine)")
+    engines = {}
+    for path in sorted(folder.glob("*.json")):
+        where = f"hardware_specs/engines/{path.name}"
+        engine = parse_engine(parse_json(read_text(path, where), where), where)
+        if engine.name != path.stem:
+            raise ConfigError(f"{where}: name '{engine.name[:40]}' differs from the file name '{path.stem}'")
+        engines[engine.name] = engine
+    if "eager" not in engines:
+        raise ConfigError(f"engines folder '{folder}' has no eager.json (the unfused graph)")
+    return engines
+
+
+def engines() -> dict[str, Engine]:
+    """Every engine, by name."""
+    return _load(str(engines_root()))
+
+
+def get_engine(name: str) -> Engine:
+    """The engine called `name` (case-insensitive); UnknownNameError lists the valid ones."""
+    table = engines()
+    key = name.strip().lower() if isinstance(name, str) else name
+    if key not in table:
+        raise UnknownNameError("engine", str(name), table)
+    return table[key]
+
+
+def default_engine(family: str, mode: str, device_kind: str) -> str:
+    """The engine assumed when none is named: vllm for LLM (decoder) inference on GPUs, the most
+    deployed open serving engine; eager (plain PyTorch) for training, other inference and CPUs."""
+    if family == "decoder" and mode != "training" and device_kind == "gpu" and "vllm" in engines():
+        return "vllm"
+    return "eager"
+
+
+def check_engine(engine: Engine, family: str, mode: str, device_kind: str | None = None,
+                 vendor: str | None = None) -> None:
+    """Raise ConfigError (one line, what would be valid) when `engine` cannot run this combination."""
+    top_mode = "training" if mode == "training" else "inference"
+    if top_mode not in engine.modes:
+        valid = sorted(e.name for e in engines().values() if top_mode in e.modes)
+        raise ConfigError(f"engine '{engine.name}' does not run {top_mode}; engines that do: {', '.join(valid)}")
+    if family not in engine.families:
+        valid = sorted(e.name for e in engines().values() if family in e.families and top_mode in e.modes)
+        raise ConfigError(f"engine '{engine.name}' does not run {family} models; engines that do: {', '.join(valid)}")
+    if device_kind is not None and device_kind not in engine.device_kinds:
+        raise ConfigError(f"engine '{engine.name}' does not run on {device_kind} devices "
+                          f"(it runs on: {', '.join(engine.device_kinds)})")
+    if vendor is not None and vendor.lower() not in engine.vendors:
+        raise ConfigError(f"engine '{engine.name}' does not run on {vendor} devices "
+                          f"(it runs on: {', '.join(engine.vendors)})")

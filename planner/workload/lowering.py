@@ -1,0 +1,298 @@
+"""Lower a captured aten graph to the kernels an engine runs: fused groups become one kernel.
+
+A fused kernel's FLOP are the sum of its ops'; its bytes are its external inputs and outputs only:
+a tensor produced and consumed inside the kernel stays on chip, a tensor two of its ops read is read
+once, and a result nobody outside reads is never written. Its time is then one roofline and one
+kernel overhead (planner/predict/roofline.py). Lowering never adds bytes or kernels and never
+changes FLOP (tests/workload/test_lowering.py checks all three on every zoo model).
+
+Dataflow comes from storage identity (TensorMeta.storage): an op's reads bind to the latest write of
+that storage before it, so views and in-place results link producer and consumer, and a storage
+reused at the same address is a new version. Grouping is greedy in execution order: an op joins the
+groups of the producers of its inputs when the engine has a rule for that pair (hardware_specs/engines,
+RULES below), at most one group in the merge has a non-pointwise anchor, and the merge makes no cycle
+(no op outside the group both depends on the group and feeds the op).
+
+Rules (what joins what):
+    bn_fold             inference batch norm -> the convolution it follows (its scale and shift fold
+                        into the conv's weights and bias: the statistics are no longer read)
+    conv_epilogue       elementwise (activation, residual add) -> a convolution's kernel
+    gemm_epilogue       elementwise (bias, activation, gating) -> a GEMM's kernel
+    pointwise           elementwise and copies -> a chain of elementwise ops
+    norm_fusion         a norm -> the elementwise ops feeding it (residual add); elementwise -> a norm
+    reduction_fusion    softmax/reductions/loss -> elementwise feeding them; elementwise -> them
+    attention_prologue  attention -> the elementwise ops and cache writes feeding it (rotary, KV write)
+Groups never cross roles (first / layer / last of the folded graph) nor phases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.workload.capture import OpRecord, TensorMeta
+from planner.workload.counting import OpCost
+from planner.workload.engines import Engine
+
+BATCH_NORM = frozenset({"aten.native_batch_norm", "aten._native_batch_norm_legit",
+                        "aten._native_batch_norm_legit_no_training", "aten.cudnn_batch_norm", "aten.batch_norm",
+                        "aten._batch_norm_no_update", "aten._batch_norm_with_update"})
+WRITE_ONLY = {"aten.copy_": ("self",), "aten.copy": ("self",)}
+"""Arguments an op writes without reading them (its cost formula does not count them as reads)."""
+POINTWISE_CATEGORIES = frozenset({"elementwise", "copy"})
+REDUCTION_CATEGORIES = frozenset({"softmax", "reduction", "loss"})
+ANCHORS = frozenset({"conv", "matmul", "norm", "reduction", "attention"})
+_JOIN = {
+    # (kind of the joining op, anchor of the group it joins) -> rule
+    ("pointwise", "pointwise"): "pointwise",
+    ("pointwise", "conv"): "conv_epilogue",
+    ("pointwise", "matmul"): "gemm_epilogue",
+    ("pointwise", "norm"): "norm_fusion",
+    ("pointwise", "reduction"): "reduction_fusion",
+    ("bn", "conv"): "bn_fold",
+    ("bn", "pointwise"): "pointwise",  # unfolded inference BN is a per-channel scale and shift
+    ("norm", "pointwise"): "norm_fusion",
+    ("reduction", "pointwise"): "reduction_fusion",
+    ("attention", "pointwise"): "attention_prologue",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """One kernel the engine launches: an aten op, or a fused group of them."""
+
+    record: OpRecord
+    """The op, or for a group its anchor's record renamed "fused.<op>+<op>..." (shapes of the anchor,
+    so that efficiency lookups by GEMM or conv shape still apply)."""
+    category: str
+    """The anchor's category ("elementwise" for a pointwise group)."""
+    cost: OpCost
+    absorbed: int
+    """Aten ops the kernel runs (1 when unfused)."""
+    role: str
+
+
+def _kind(rec: OpRecord, category: str) -> str | None:
+    if rec.phase == "optimizer":
+        return None
+    if rec.packet in BATCH_NORM:
+        training = bool(rec.arg("training", "no_training" not in rec.packet and "no_update" not in rec.packet))
+        return "norm" if training else "bn"  # training BN computes statistics: a norm like any other
+    if category in POINTWISE_CATEGORIES:
+        return "pointwise"
+    if category in REDUCTION_CATEGORIES:
+        return "reduction"
+    if category in ("conv", "matmul", "norm", "attention"):
+        return category
+    return None
+
+
+def _reads(rec: OpRecord) -> list[TensorMeta]:
+    skip = WRITE_ONLY.get(rec.packet, ())
+    found = []
+    for name, value in rec.args:
+        if name == "out" or name in skip:
+            continue
+        if isinstance(value, TensorMeta):
+            found.append(value)
+        elif isinstance(value, tuple):
+            found.extend(v for v in value if isinstance(v, TensorMeta))
+    return found
+
+
+def _writes(rec: OpRecord) -> list[TensorMeta]:
+    if rec.outputs:
+        return list(rec.outputs)
+    found = []
+    for name in rec.mutates:
+        value = rec.arg(name)
+        if isinstance(value, TensorMeta):
+            found.append(value)
+        elif isinstance(value, tuple):
+            found.extend(v for v in value if isinstance(v, TensorMeta))
+    return found
+
+
+class _Group:
+    __slots__ = ("members", "anchor", "kinds")
+
+    def __init__(self, index: int, kind: str):
+        self.members = [index]
+        self.anchor = kind if kind in ANCHORS else "pointwise"
+        self.kinds = {index: kind}
+
+
+def lower(records: tuple[OpRecord, ...], categories: list[str], costs: list[OpCost], roles: list[str],
+          engine: Engine) -> list[Kernel]:
+    """The kernels `engine` runs for `records` (in execution order, each with its category, cost and
+    role), in the order of each kernel's first op. Views pass through as zero-cost kernels."""
+    n = len(records)
+    # dataflow: the producer op of every read (None when it comes from outside the graph: weights,
+    # inputs), and every consumer of every write
+    producers: list[list[int | None]] = []
+    consumers: dict[tuple[int, int], list[int]] = {}  # (producer op, storage) -> consumer ops
+    latest: dict[int, int] = {}
+    for i, rec in enumerate(records):
+        if categories[i] == "view":
+            producers.append([])
+            continue
+        found = []
+        for t in _reads(rec):
+            p = latest.get(t.storage) if t.storage else None
+            found.append(p)
+            if p is not None:
+                consumers.setdefault((p, t.storage), []).append(i)
+        producers.append(found)
+        for t in _writes(rec):
+            if t.storage:
+                latest[t.storage] = i
+    group_of: list[_Group | None] = [None] * n
+
+    def depends_on(start: int, group: _Group, lowest: int) -> bool:
+        # does op `start` (outside `group`) depend on a member of `group`? Walk producers back, never
+        # below the group's first op (nothing earlier can depend on it)
+        members = set(group.members)
+        stack, seen = [start], set()
+        while stack:
+            j = stack.pop()
+            if j in seen or j < lowest:
+                continue
+            seen.add(j)
+            if j in members:
+                return True
+            stack.extend(p for p in producers[j] if p is not None and p >= lowest)
+        return False
+
+    for i, rec in enumerate(records):
+        kind = _kind(rec, categories[i])
+        if kind is None or categories[i] == "view":
+            continue
+        candidates: list[_Group] = []
+        for p in producers[i]:
+            g = group_of[p] if p is not None else None
+            if g is None or g in candidates or roles[g.members[0]] != roles[i]:
+                continue
+            if records[g.members[0]].phase != rec.phase:
+                continue
+            rule = _JOIN.get((kind, g.anchor))
+            if rule is None or not engine.fuses(rule, rec.phase):
+                continue
+            if rule == "bn_fold" and g.members != [p]:
+                continue  # BN folds into the conv it directly follows, before any epilogue
+            if rule in ("conv_epilogue", "gemm_epilogue") and not _epilogue(rec, producers[i], g, records[g.members[0]]):
+                continue
+            candidates.append(g)
+        anchored = [g for g in candidates if g.anchor != "pointwise"]
+        if kind in ANCHORS:
+            candidates = [g for g in candidates if g.anchor == "pointwise"]
+        elif anchored:
+            # an epilogue joins one anchor, the latest (the kernel it directly follows); other inputs
+            # are read by that kernel, not computed in it
+            candidates = [max(anchored, key=lambda g: g.members[0])]
+        legal = []
+        for g in candidates:
+            lowest = g.members[0]
+            outside = [p for p in producers[i] if p is not None and group_of[p] is not g and p > lowest]
+            if not any(depends_on(p, g, lowest) for p in outside):
+                legal.append(g)
+        if not legal:
+            group_of[i] = _Group(i, kind)
+            continue
+        merged = legal[0]
+        for g in legal[1:]:
+            merged.members.extend(g.members)
+            merged.kinds.update(g.kinds)
+            if g.anchor != "pointwise":
+                merged.anchor = g.anchor
+            for j in g.members:
+                group_of[j] = merged
+        merged.members.append(i)
+        merged.members.sort()
+        merged.kinds[i] = kind
+        if kind in ANCHORS:
+            merged.anchor = kind
+        group_of[i] = merged
+    kernels = []
+    done: set[int] = set()
+    for i, rec in enumerate(records):
+        g = group_of[i]
+        if g is None or len(g.members) == 1:
+            kernels.append(Kernel(rec, categories[i], costs[i], 0 if categories[i] == "view" else 1, roles[i]))
+            continue
+        if id(g) in done:
+            continue
+        done.add(id(g))
+        kernels.append(_fused(g, records, categories, costs, producers, consumers, roles[i]))
+    return kernels
+
+
+def _epilogue(rec: OpRecord, producers: list[int | None], g: _Group, anchor: OpRecord) -> bool:
+    """An op a GEMM or conv can run in its epilogue: it maps the anchor's output tile to a tile of the
+    same size, reading besides it at most a bias (one value per output channel or column) or a
+    residual of the tile's size (cuBLASLt and CUTLASS epilogues: bias, activation, beta x C)."""
+    if not rec.outputs or not anchor.outputs:
+        return False
+    tile = anchor.outputs[0]
+    size = tile.numel
+    channels = tile.shape[1] if anchor.packet == "aten.convolution" and len(tile.shape) > 1 else tile.shape[-1]
+    if rec.outputs[0].numel != size:
+        return False
+    for t, p in zip(_reads(rec), producers):
+        if p is not None and p in g.members or t.touched <= 1:
+            continue
+        if t.touched not in (size, channels):
+            return False
+    return True
+
+
+def _fused(g: _Group, records, categories, costs, producers, consumers, role: str) -> Kernel:
+    members = set(g.members)
+    flop = read = written = 0.0
+    for j in g.members:
+        flop += costs[j].flop
+        read += costs[j].bytes_read
+        written += costs[j].bytes_written
+    seen_reads: set[tuple] = set()
+    for j in g.members:
+        rec = records[j]
+        for t, p in zip(_reads(rec), producers[j]):
+            if p is not None and p in members:
+                read -= t.bytes  # produced inside the kernel: stays on chip
+                continue
+            key = (p, t.storage, t.offset, t.shape) if t.storage else None
+            if key is not None and key in seen_reads:
+                read -= t.bytes  # a second read of the same input: read once
+            elif key is not None:
+                seen_reads.add(key)
+        for t in _writes(rec):
+            users = consumers.get((j, t.storage), []) if t.storage else []
+            if users and all(u in members for u in users):
+                written -= t.bytes  # consumed only inside the kernel: never written
+    anchor_index = next((j for j in g.members if g.kinds[j] in ANCHORS), g.members[0])
+    anchor = records[anchor_index]
+    if "bn" in g.kinds.values():
+        read, written = _fold_batch_norm(g, records, read, written)
+    names = "+".join(records[j].packet.removeprefix("aten.") for j in g.members)
+    record = replace(anchor, op=f"fused.{names}")
+    category = "elementwise" if g.anchor == "pointwise" else categories[anchor_index]
+    return Kernel(record, category, OpCost(flop, max(read, 0.0), max(written, 0.0)), len(g.members), role)
+
+
+def _fold_batch_norm(g: _Group, records, read: float, written: float) -> tuple[float, float]:
+    # The batch norm's scale and shift fold into the conv's weights at build time: its four
+    # [C] statistics are no longer read and its saved mean/invstd outputs are not written; the conv
+    # gains a [C] bias unless it had one (y = conv(x, w·s) + (b - mean)·s + beta).
+    for j in g.members:
+        if g.kinds[j] != "bn":
+            continue
+        bn = records[j]
+        for name in ("weight", "bias", "running_mean", "running_var"):
+            t = bn.arg(name)
+            if isinstance(t, TensorMeta):
+                read -= t.bytes
+        for t in bn.outputs[1:]:
+            written -= t.bytes
+        conv = records[g.members[g.members.index(j) - 1]] if g.members.index(j) else None
+        weight = conv.arg("weight") if conv is not None else None
+        if conv is not None and not isinstance(conv.arg("bias"), TensorMeta) and isinstance(weight, TensorMeta):
+            read += weight.shape[0] * weight.bits / 8
+    return read, written

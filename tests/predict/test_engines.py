@@ -1,0 +1,101 @@
+"""Engines in predictions: defaults, checks, host launch cost and CUDA graphs, interfaces."""
+
+import json
+
+import pytest
+
+from planner.cli import main
+from planner.errors import ConfigError, PlannerError
+from planner.predict.api import Request, engine_for, predict
+from planner.predict.context import default_context
+from planner.predict.timing import host_launch_s, op_rows, stage_times
+from planner.workload.device_graph import device_graph
+from planner.workload.engines import get_engine, parse_engine
+from planner.workload.graphs import Workload
+from planner.workload.zoo import resolve
+
+
+def test_default_engine_is_stated_and_follows_the_workload():
+    llm = predict(Request("llama-2-7b", "h100-sxm", output_len=8))
+    assert llm.engine == "vllm"
+    assert llm.notes[0].startswith("engine vllm (the default for LLM inference on a GPU")
+    cnn = predict(Request("resnet50", "h100-sxm"))
+    assert cnn.engine == "eager" and cnn.notes[0].startswith("engine eager (the default")
+    cpu = default_context().device("xeon-8480")
+    assert engine_for(Request("gpt2", "xeon-8480"), resolve("gpt2"), cpu)[0] == "eager"
+    train = predict(Request("gpt2", "h100-sxm", "training", seq_len=128))
+    assert train.engine == "eager"
+
+
+@pytest.mark.parametrize("req,message", [
+    (Request("llama-2-7b", "h100-sxm", engine="tensorrt"), "engine 'tensorrt' does not run decoder models"),
+    (Request("llama-2-7b", "mi300x", engine="trtllm"), "does not run on AMD devices"),
+    (Request("gpt2", "h100-sxm", "training", engine="vllm"), "engine 'vllm' does not run training"),
+    (Request("resnet50", "h100-sxm", engine="nope"), "unknown engine 'nope'"),
+])
+def test_engine_that_cannot_run_the_request_is_refused_with_what_would(req, message):
+    with pytest.raises(PlannerError, match=message.replace("(", r"\(")):
+        predict(req)
+
+
+def test_engine_files_are_sourced_and_bad_ones_refused():
+    for name in ("eager", "compile", "tensorrt", "trtllm", "vllm", "sglang", "megatron"):
+        engine = get_engine(name)
+        assert engine.sources and all(source.strip() for _, source in engine.sources)
+    good = json.loads(open("hardware_specs/engines/vllm.json").read())
+    for broken, message in ((dict(good, fusions={"magic": {"phases": ["forward"], "source": "x"}}), "unknown fusion"),
+                            (dict(good, cuda_graphs={"replays": "decode"}), "cuda_graphs"),
+                            (dict(good, host_launch_s={"value": -1, "source": "x"}), "host_launch_s"),
+                            (dict(good, modes=["serving"]), "modes")):
+        with pytest.raises(ConfigError, match=message):
+            parse_engine(broken, "test.json")
+
+
+def test_host_launch_cost_is_zero_when_replayed_as_a_cuda_graph_or_on_a_cpu():
+    ctx = default_context()
+    gpu, cpu = ctx.device("h100-sxm"), ctx.device("xeon-8480")
+    model = resolve("gpt2")
+    decode = device_graph(model, Workload("decode", 1, context_len=64, engine="vllm"))
+    prefill = device_graph(model, Workload("prefill", 1, 64, engine="vllm"))
+    assert host_launch_s(decode, gpu) == 0.0  # vLLM replays decode steps as CUDA graphs
+    assert host_launch_s(prefill, gpu) == get_engine("vllm").host_launch_s
+    assert host_launch_s(device_graph(model, Workload("decode", 1, context_len=64)), cpu) == 0.0
+
+
+def test_a_launch_bound_step_takes_kernels_times_the_host_cost():
+    # gpt2 decode at batch 1 under eager: ~50 kernels per layer of a few microseconds each on an H100;
+    # the phase takes max(device time, kernels x 7 us) (asynchronous launch: the longer queue wins)
+    ctx = default_context()
+    target = ctx.target("h100-sxm")
+    dg = device_graph(resolve("gpt2"), Workload("decode", 1, context_len=64, engine="eager"))
+    rows = op_rows(dg, target.device, target.efficiency, target.power)
+    device_s = sum(r.time_s * r.count for r in rows)
+    launches = sum(r.count for r in rows)
+    stage = stage_times(dg, target.device, target.efficiency, target.power)[0]
+    expected = max(device_s, launches * get_engine("eager").host_launch_s)
+    assert stage.time_s == pytest.approx(expected, rel=1e-9)
+    assert launches * get_engine("eager").host_launch_s > device_s  # it is launch-bound
+    assert stage.bound_s["launch"] == pytest.approx(expected - device_s, rel=1e-9)
+
+
+def test_fusing_engines_run_fewer_kernels_and_predict_less_time():
+    eager = predict(Request("resnet50", "h100-sxm", batch=32))
+    trt = predict(Request("resnet50", "h100-sxm", batch=32, engine="tensorrt"))
+    assert trt.metrics["latency_s"] < eager.metrics["latency_s"]
+    assert trt.engine == "tensorrt" and "bn_fold" in trt.notes[0]
+
+
+def test_cli_engine_flags(capsys, tmp_path):
+    assert main(["count", "resnet50", "--engine", "tensorrt", "--by", "kernel", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "engine         tensorrt: 56 kernels" in out
+    assert "fused.convolution+native_batch_norm+relu" in out
+    assert main(["predict", "llama-2-7b", "--device", "h100-sxm", "--engine", "sglang", "--output-len", "4"]) == 0
+    assert "engine sglang" in capsys.readouterr().out
+    assert main(["predict", "llama-2-7b", "--device", "h100-sxm", "--engine", "bogus"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown engine 'bogus'" in err
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"model": "resnet50", "device": "h100-sxm", "engine": "tensorrt"}\n')
+    assert main(["predict", "--configs", str(rows)]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["engine"] == "tensorrt"

@@ -1,0 +1,142 @@
+"""The lowering pass: fused kernels' bytes in closed form, and invariants on every zoo workload."""
+
+from dataclasses import replace
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from planner.workload.capture import capture
+from planner.workload.counting import OpCost, classify, pointwise_packets
+from planner.workload.device_graph import kernels
+from planner.workload.engines import engines, get_engine
+from planner.workload.graphs import Workload, build_graph
+from planner.workload.lowering import lower
+from planner.workload.zoo import resolve
+
+
+def _lower(module: nn.Module, inputs: tuple, engine: str):
+    """(aten cost list, kernels) of `module(*inputs)` captured in bf16 at inference."""
+    module = module.to(device="meta", dtype=torch.bfloat16).eval()
+    params = tuple(module.parameters())
+
+    def run(_cap):
+        with torch.no_grad():
+            module(*inputs)
+
+    graph = capture(run, torch.bfloat16, 16, "bf16", parameters=params)
+    tags = pointwise_packets(graph)
+    classified = [classify(r, r.packet in tags) for r in graph.records]
+    ks = lower(graph.records, [c for c, _ in classified], [c for _, c in classified], ["first"] * len(classified),
+               get_engine(engine))
+    return classified, [k for k in ks if k.category != "view"]
+
+
+def test_conv_bn_relu_is_one_kernel_under_tensorrt():
+    # x [8, 64, 56, 56] -> conv 3x3 (128 out, no bias) -> BN -> ReLU -> y [8, 128, 56, 56], bf16 (2 B)
+    n, cin, cout, hw = 8, 64, 128, 56
+    block = nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+    x = torch.empty(n, cin, hw, hw, device="meta", dtype=torch.bfloat16)
+    aten, ks = _lower(block, (x,), "tensorrt")
+    assert len(ks) == 1 and ks[0].absorbed == 3
+    k = ks[0]
+    x_bytes = n * cin * hw * hw * 2            # input:  8·64·56·56·2  = 3,211,264
+    w_bytes = cout * cin * 3 * 3 * 2           # weight: 128·64·9·2    = 147,456
+    bias_bytes = cout * 2                      # the folded BN shift becomes the conv bias: 128·2 = 256
+    y_bytes = n * cout * hw * hw * 2           # output: 8·128·56·56·2 = 6,422,528
+    assert k.cost.bytes_read == x_bytes + w_bytes + bias_bytes
+    assert k.cost.bytes_written == y_bytes
+    # FLOP are the sum of the three ops: conv 2·N·Cout·H·W·Cin·9 + BN 2 + ReLU 1 per output element
+    conv = 2 * n * cout * hw * hw * cin * 9
+    assert k.cost.flop == conv + 3 * n * cout * hw * hw
+    assert k.cost.flop == sum(c.flop for _, c in aten)
+    # eager runs three kernels that move the conv output and BN output through memory twice more
+    _, eager = _lower(block, (x,), "eager")
+    assert len(eager) == 3
+
+
+class _AddRMSNorm(nn.Module):
+    """A decoder layer's residual step: s = hidden + residual; y = RMSNorm(s); the MLP reads y and the
+    next residual add reads s."""
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.mlp = nn.Linear(d, d, bias=False)
+
+    def forward(self, hidden, residual):
+        s = hidden + residual
+        y = F.rms_norm(s, (s.shape[-1],), self.weight, 1e-6)
+        return self.mlp(y) + s
+
+
+def test_residual_rmsnorm_reads_residual_and_hidden_once_under_vllm():
+    # hidden, residual [T=16, D=4096] bf16: vLLM's fused_add_rms_norm reads both once, writes the new
+    # residual (the next layer reads it) and the normed output; the sum is never re-read from memory
+    t, d = 16, 4096
+    h = torch.empty(t, d, device="meta", dtype=torch.bfloat16)
+    r = torch.empty(t, d, device="meta", dtype=torch.bfloat16)
+    aten, ks = _lower(_AddRMSNorm(d), (h, r), "vllm")
+    assert [k.absorbed for k in ks] == [2, 1, 1]  # add+norm, the Linear, the next residual add
+    k = ks[0]
+    assert k.cost.bytes_read == t * d * 2 + t * d * 2 + d * 2          # hidden + residual + weight
+    # the sum s and y, each T·D·2; and the fp32 rstd [T, 1] the norm kernel returns (T·4)
+    assert k.cost.bytes_written == t * d * 2 + t * d * 2 + t * 4
+    add, norm = aten[0][1], next(c for cat, c in aten if cat == "norm")
+    assert add.bytes_read + norm.bytes_read - k.cost.bytes_read == t * d * 2   # the norm's re-read of s is gone
+    assert k.cost.flop == add.flop + norm.flop
+
+
+ZOO_CASES = [
+    ("llama-2-7b", Workload(mode="decode", context_len=512)),
+    ("llama-2-7b", Workload(mode="prefill", seq_len=256)),
+    ("mixtral-8x7b", Workload(mode="decode", context_len=256)),
+    ("bert-base", Workload()),
+    ("resnet50", Workload()),
+    ("vit-b-16", Workload()),
+    ("gpt2", Workload(mode="training", seq_len=128)),
+    ("resnet50", Workload(mode="training", batch=2)),
+]
+
+
+def _one_layer(name: str):
+    model = resolve(name)
+    if hasattr(model.config, "num_layers") and model.family in ("decoder", "encoder") or hasattr(model.config, "patch_size"):
+        model = replace(model, config=replace(model.config, num_layers=1))
+    return model
+
+
+@pytest.mark.parametrize("name,workload", ZOO_CASES, ids=[f"{n}-{w.mode}" for n, w in ZOO_CASES])
+def test_lowering_never_adds_bytes_or_kernels_and_keeps_flop(name, workload):
+    model = _one_layer(name)
+    wg = build_graph(model, workload)
+    tags = pointwise_packets(wg.graph)
+    aten = [classify(r, r.packet in tags)[1] for r in wg.graph.records]
+    aten_total = sum(aten, OpCost())
+    aten_kernels = sum(1 for r in wg.graph.records if classify(r, r.packet in tags)[0] != "view")
+    checked = 0
+    for engine in engines().values():
+        mode = "training" if workload.mode == "training" else "inference"
+        if mode not in engine.modes or model.family not in engine.families:
+            continue
+        ks = [k for k in kernels(wg.graph, ["first"] * len(wg.graph.records), engine.name) if k.category != "view"]
+        total = sum((k.cost for k in ks), OpCost())
+        assert len(ks) <= aten_kernels, engine.name
+        assert total.bytes_read <= aten_total.bytes_read + 1e-6, engine.name
+        assert total.bytes_written <= aten_total.bytes_written + 1e-6, engine.name
+        assert total.flop == pytest.approx(aten_total.flop, rel=1e-12), engine.name
+        assert sum(k.absorbed for k in ks) == aten_kernels, engine.name
+        checked += 1
+    assert checked >= 2
+
+
+def test_every_fusing_engine_fuses_a_decoder_layer():
+    # an engine with any elementwise rule runs fewer kernels than aten ops on a llama decode layer
+    wg = build_graph(_one_layer("llama-2-7b"), Workload(mode="decode", context_len=128))
+    eager = len([k for k in kernels(wg.graph, ["first"] * len(wg.graph.records), "eager") if k.category != "view"])
+    for engine in engines().values():
+        if "inference" in engine.modes and "decoder" in engine.families and engine.fusions:
+            fused = [k for k in kernels(wg.graph, ["first"] * len(wg.graph.records), engine.name)
+                     if k.category != "view"]
+            assert len(fused) < eager, engine.name
