@@ -87,31 +87,41 @@ def _numel(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
 
 
-def _read(rec: OpRecord, skip: tuple[str, ...] = ()) -> float:
-    """Bytes of every tensor argument except `out` and the names in `skip`."""
-    total = 0.0
+def read_tensors(rec: OpRecord, skip: tuple[str, ...] = ()) -> list[TensorMeta]:
+    """Every tensor argument an op reads: all but `out` and the names in `skip`, lists flattened."""
+    found: list[TensorMeta] = []
     for name, value in rec.args:
         if name == "out" or name in skip:
             continue
         if isinstance(value, TensorMeta):
-            total += value.bytes
+            found.append(value)
         elif isinstance(value, tuple):
-            total += sum(v.bytes for v in value if isinstance(v, TensorMeta))
-    return total
+            found.extend(v for v in value if isinstance(v, TensorMeta))
+    return found
+
+
+def written_tensors(rec: OpRecord) -> list[TensorMeta]:
+    """The results of an op; for ops that return nothing, the arguments they write."""
+    if rec.outputs:
+        return list(rec.outputs)
+    found: list[TensorMeta] = []
+    for name in rec.mutates:
+        value = rec.arg(name)
+        if isinstance(value, TensorMeta):
+            found.append(value)
+        elif isinstance(value, tuple):
+            found.extend(v for v in value if isinstance(v, TensorMeta))
+    return found
+
+
+def _read(rec: OpRecord, skip: tuple[str, ...] = ()) -> float:
+    """Bytes of every tensor argument except `out` and the names in `skip`."""
+    return sum(t.bytes for t in read_tensors(rec, skip))
 
 
 def _written(rec: OpRecord) -> float:
     """Bytes of the results; for ops that return nothing, of the arguments they write."""
-    if rec.outputs:
-        return sum(t.bytes for t in rec.outputs)
-    total = 0.0
-    for name in rec.mutates:
-        value = rec.arg(name)
-        if isinstance(value, TensorMeta):
-            total += value.bytes
-        elif isinstance(value, tuple):
-            total += sum(v.bytes for v in value if isinstance(v, TensorMeta))
-    return total
+    return sum(t.bytes for t in written_tensors(rec))
 
 
 def _io(rec: OpRecord, flop: float = 0.0, skip: tuple[str, ...] = ()) -> OpCost:

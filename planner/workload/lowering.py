@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner.workload.capture import OpRecord, TensorMeta
-from planner.workload.counting import OpCost
+from planner.workload.counting import OpCost, read_tensors, written_tensors
 from planner.workload.engines import Engine
 
 BATCH_NORM = frozenset({"aten.native_batch_norm", "aten._native_batch_norm_legit",
@@ -87,29 +87,7 @@ def _kind(rec: OpRecord, category: str) -> str | None:
 
 
 def _reads(rec: OpRecord) -> list[TensorMeta]:
-    skip = WRITE_ONLY.get(rec.packet, ())
-    found = []
-    for name, value in rec.args:
-        if name == "out" or name in skip:
-            continue
-        if isinstance(value, TensorMeta):
-            found.append(value)
-        elif isinstance(value, tuple):
-            found.extend(v for v in value if isinstance(v, TensorMeta))
-    return found
-
-
-def _writes(rec: OpRecord) -> list[TensorMeta]:
-    if rec.outputs:
-        return list(rec.outputs)
-    found = []
-    for name in rec.mutates:
-        value = rec.arg(name)
-        if isinstance(value, TensorMeta):
-            found.append(value)
-        elif isinstance(value, tuple):
-            found.extend(v for v in value if isinstance(v, TensorMeta))
-    return found
+    return read_tensors(rec, WRITE_ONLY.get(rec.packet, ()))
 
 
 class _Group:
@@ -142,7 +120,7 @@ def lower(records: tuple[OpRecord, ...], categories: list[str], costs: list[OpCo
             if p is not None:
                 consumers.setdefault((p, t.storage), []).append(i)
         producers.append(found)
-        for t in _writes(rec):
+        for t in written_tensors(rec):
             if t.storage:
                 latest[t.storage] = i
     group_of: list[_Group | None] = [None] * n
@@ -263,7 +241,7 @@ def _fused(g: _Group, records, categories, costs, producers, consumers, role: st
                 read -= t.bytes  # a second read of the same input: read once
             elif key is not None:
                 seen_reads.add(key)
-        for t in _writes(rec):
+        for t in written_tensors(rec):
             users = consumers.get((j, t.storage), []) if t.storage else []
             if users and all(u in members for u in users):
                 written -= t.bytes  # consumed only inside the kernel: never written
