@@ -101,6 +101,12 @@ def _model(model_key: str, config_text: str | None):
 
 # ------------------------------------------------------------------ helpers for the pages
 
+def _dated(date):
+    """A price's date as the library shows it ("2024-01, stale" when over 12 months old); blank stays blank."""
+    from planner.hardware.catalog import dated
+    return dated(date) if isinstance(date, str) and date else date
+
+
 def _shown(fn, *args, **kwargs):
     """Run `fn`; return its result, or None after showing the error in a box: planner's own errors (bad
     input, impossible configuration) as their one-line message, anything else as an internal error to
@@ -172,6 +178,7 @@ def page_workload() -> None:
             return
         shown = table[["device", "gpus", "fits", "tier", "band_fraction", "latency_s", "throughput", "usd_per_h",
                        "usd_per_unit", "j_per_unit", "memory_gb_per_gpu", "instance", "price_date", "note"]]
+        shown = shown.assign(price_date=shown["price_date"].map(_dated))
         st.dataframe(shown.rename(columns={"band_fraction": "band ±", "usd_per_unit": "$ per 1M tokens / 1k samples",
                                            "j_per_unit": "J per token / sample"}), hide_index=True)
         fitting = table[table["fits"] & table["latency_s"].notna()]
@@ -229,7 +236,8 @@ def page_cost() -> None:
     device = st.selectbox("Device", owned, key="cost_device")
     site = st.selectbox("Site", sorted(ctx.catalog.sites), key="cost_site")
     offers = [i for i in ctx.catalog.instances_for(device) if "on_demand" in i.price_usd_per_h]
-    labels = [f"{i.key}: ${i.price_usd_per_h['on_demand']:,.2f}/h (price of {i.price_date})" for i in offers]
+    labels = [f"{i.key}: ${i.price_usd_per_h['on_demand']:,.2f}/h (price of {_dated(i.price_dates['on_demand'])})"
+              for i in offers]
     pick = st.selectbox("Cloud instance (on demand)", labels, key="cost_instance") if offers else None
     instance = offers[labels.index(pick)] if pick else None
     months = st.slider("Horizon (months)", 6, 72, 36, key="cost_months")
@@ -246,7 +254,8 @@ def page_cost() -> None:
     cols[0].metric("Break-even", f"{result.breakeven_month:.1f} months" if result.breakeven_month else "never")
     cols[1].metric("Break-even utilization", f"{result.breakeven_utilization:.0%}")
     cols[2].metric("Cloud $/h for the server's devices", f"${result.cloud_usd_per_h:,.2f}")
-    st.caption(f"Cloud price of {result.cloud_price_date} ({result.instance}); server capex of {result.capex_date} "
+    st.caption(f"Cloud price of {_dated(result.cloud_price_date)} ({result.instance}); server capex of "
+               f"{_dated(result.capex_date)} "
                f"({result.server}, {result.devices} devices); on-prem opex ${result.onprem_opex_usd_per_month:,.0f}/month")
     long = result.table.melt("month", var_name="option", value_name="cumulative USD")
     st.altair_chart(alt.Chart(long).mark_line().encode(x="month:Q", y="cumulative USD:Q", color="option:N"),
@@ -288,7 +297,7 @@ def page_plan() -> None:
     cols[3].metric("energy", f"{totals['energy_kwh']:,.0f} kWh")
     if not rows.empty:
         st.dataframe(rows[["candidate", "units", "devices", "usd_per_month", "capex_usd", "power_kw", "utilization",
-                           "price_date"]], hide_index=True)
+                           "price_date"]].assign(price_date=rows["price_date"].map(_dated)), hide_index=True)
     for t in plan["training"]:
         st.write(f"Training {t['job']}: {t['units']} x {t['candidate']} (tp {t['tp']}, dp {t['dp']}), "
                  f"{t['days']:.2f} days, ${t['cost_usd']:,.0f}")

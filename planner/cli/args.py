@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from planner.errors import PlannerError, shorten
+from planner.hardware.catalog import PRICINGS
 from planner.workload.dtypes import DTYPES
 
 MAX_INT = 2**53
@@ -53,7 +54,9 @@ def workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train-tokens", type=finite_float, help="training: tokens to train on (time, energy and cost to train)")
     p.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     precision_flags(p)
-    p.add_argument("--pricing", choices=("on_demand", "spot", "committed_1y", "committed_3y"), default="on_demand")
+    p.add_argument("--pricing", choices=PRICINGS, default="on_demand",
+                   help="price type: on_demand, spot, reserved_1y/_3y (reserved instances), savings_plan_1y/_3y, "
+                        "committed_1y/_3y (commitments; derived from discounts.csv where a provider has one)")
     p.add_argument("--engine", metavar="NAME",
                    help="execution engine: eager, compile, tensorrt, trtllm, vllm, sglang, megatron (hardware_specs/"
                         "engines); default vllm for LLM inference on GPUs, eager otherwise")

@@ -33,6 +33,13 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
                    help="measure nothing: refit the efficiency model of every profile under --out")
     p.add_argument("--recheck", action="store_true",
                    help="re-measure the outlying points of this device's profile within --budget-s, then refit")
+    p.add_argument("--import", dest="import_source", choices=("aiconfigurator", "aiter"),
+                   help="measure nothing: convert published kernel measurements (tier published) from --from")
+    p.add_argument("--from", dest="import_from", metavar="DIR",
+                   help="aiconfigurator: its aic-core/src/aiconfigurator_core/systems/data folder; "
+                        "aiter: its aiter/configs folder")
+    p.add_argument("--devices", nargs="+", metavar="ID",
+                   help="with --import: only these catalog devices (default: every one the data holds)")
     p.set_defaults(func=cmd_calibrate)
 
 
@@ -44,6 +51,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     # every flag is checked before anything is measured or written, whichever mode runs
     check_seconds(args.budget_s, "--budget-s", MAX_BUDGET_S)
     root = profile_root(args.out, DEFAULT_OUT)
+    if args.import_source or args.import_from or args.devices:
+        if not (args.import_source and args.import_from):
+            raise PlannerError("--import, --from (and optionally --devices) go together: "
+                               "planner calibrate --import aiconfigurator --from DIR")
+        from planner.calibration.published import import_aiconfigurator, import_aiter
+
+        log = lambda text: print(text, file=sys.stderr)  # noqa: E731
+        if args.import_source == "aiter":
+            import_aiter(args.import_from, root, log=log)
+        else:
+            import_aiconfigurator(args.import_from, root, args.devices, log=log)
+        return 0
     if args.recheck:
         path = root / local_device(args.device).id / "profile.json"
         if not path.is_file():
@@ -145,6 +164,8 @@ def cmd_op(args: argparse.Namespace) -> int:
     lo, hi = d["time_range_s"]
     print(f"{p.op} on {p.device}: {fmt_time(p.time_s)} ({fmt_time(lo)} .. {fmt_time(hi)}), "
           f"{si(p.rate, units[p.rate_key])}, {p.bound}-bound, tier {p.tier}")
+    if p.source:
+        print(f"source: {p.source}")
     return 0
 
 

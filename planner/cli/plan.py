@@ -19,6 +19,7 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from planner.hardware.catalog import dated
     from planner.plan.check import check
     from planner.plan.scenario import load
     from planner.plan.solve import format_objective, solve
@@ -39,7 +40,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for r in plan.rows:
         serves = ", ".join(f"{f} {rps:.2f} req/s" for f, rps in r.serves) + (f" trains {', '.join(r.trains)}" if r.trains else "")
         print(f"{r.candidate[:58]:<58} {r.units:>5} {r.devices:>5} {r.usd_per_month:>10,.0f} {r.capex_usd:>10,.0f} "
-              f"{r.power_kw:>6.1f} {r.utilization:>5.0%}  {serves}  (price of {r.price_date})")
+              f"{r.power_kw:>6.1f} {r.utilization:>5.0%}  {serves}  (price of {dated(r.price_date)})")
     for t in plan.training:
         print(f"training {t['job']}: {t['units']} x {t['candidate']} (tp {t['tp']}, dp {t['dp']}), "
               f"{t['days']:.2f} days, ${t['cost_usd']:,.0f}, {t['energy_kwh']:,.0f} kWh")
@@ -59,7 +60,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         months = f"{b['breakeven_months']:.1f} months" if b["breakeven_months"] else "never"
         print(f"break-even     {b['device']}: over the horizon, owning one server costs "
               f"${b['onprem_over_horizon_usd']:,.0f} (capex ${b['capex_usd']:,.0f} + ${b['onprem_opex_usd_per_month']:,.0f}"
-              f"/month) vs renting its devices ${b['cloud_over_horizon_usd']:,.0f} ({b['cloud_instance']}); buying "
+              f"/month) vs renting its devices ${b['cloud_over_horizon_usd']:,.0f} ({b['cloud_instance']}, price of "
+              f"{dated(b['cloud_price_date'])}); buying "
               f"pays off after {months}; renting is cheaper below {b['breakeven_utilization']:.0%} utilization")
     for note in plan.notes:
         print(f"note           {note}")

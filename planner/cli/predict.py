@@ -8,6 +8,7 @@ import math
 
 from planner.cli.args import finite_float, fmt_time, positive_int, precision_of, workload_flags
 from planner.errors import PlannerError
+from planner.hardware.catalog import dated
 from planner.units import json_safe, si
 from planner.workload.quant import describe, precision
 from planner.workload.zoo import resolve
@@ -111,8 +112,10 @@ def _print_prediction(p) -> None:
         carbon = m.get("carbon_kg_per_" + key.removeprefix("kwh_per_"))
         carbon_text = f", {carbon:,.3g} kg CO2e at {m['carbon_kg_co2e_per_kwh']:.3f} kg/kWh" if carbon is not None else ""
         print(f"               {m[key]:,.3g} kWh per {unit}{carbon_text}")
+    if any(key in m and math.isfinite(m[key]) for key, _ in energy_unit):
+        print(f"power model    {p.power_model}")
     if p.cost is not None:
-        print(f"cost           ${p.cost.usd_per_h:,.2f}/h  ({p.cost.what}; price of {p.cost.price_date})")
+        print(f"cost           ${p.cost.usd_per_h:,.2f}/h  ({p.cost.what}; price of {dated(p.cost.price_date)})")
         for key, label in (("usd_per_million_output_tokens", "$ per 1M output tokens"),
                            ("usd_per_thousand_samples", "$ per 1k samples"), ("cost_to_train_usd", "$ to train")):
             if key in m:
@@ -256,7 +259,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"{r['device']:<15} {int(r['gpus']):>4} {str(bool(r['fits'])):>5} {r['engine']:<8} {r['tier']:<10} "
               f"{fmt_time(r['latency_s']):>10} {r['throughput']:>12,.1f} {num(r['usd_per_h'], '.2f'):>8} "
               f"{num(r['usd_per_unit'], '.3f'):>9} {num(r['j_per_unit'], '.3g'):>8} {r['memory_gb_per_gpu']:>7.1f}  "
-              + (f"{r['instance']} (price of {r['price_date']})" if isinstance(r["instance"], str)
+              + (f"{r['instance']} (price of {dated(r['price_date'])})" if isinstance(r["instance"], str)
                  else "(no catalog instance)"))
     return 0
 

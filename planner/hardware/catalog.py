@@ -6,16 +6,23 @@ The CSV files use human units named in their column keys (`memory_gib`, `mem_bw_
 the row (header = row 1, first data row = 2), the column, the value and what would be valid.
 A blank cell means "no source gave it" and becomes None (or is left out of `peak_flop_per_s`).
 Reading rows and cells (files as data only, numbers finite, dates real) is planner/hardware/cells.py.
+
+Prices go stale: `is_stale` says whether a price's date is more than STALE_AFTER_MONTHS months before
+the date the program runs (`run_date`: PLANNER_TODAY where set, else the system's date), and `dated`
+is how a price's date is shown everywhere ("2024-01, stale").
 """
 
 from __future__ import annotations
 
+import calendar
+import datetime
 import functools
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.errors import ConfigError, UnknownNameError, UnsupportedError
+from planner.errors import ConfigError, UnknownNameError, UnsupportedError, shorten
 from planner.hardware.cells import CatalogError as CatalogError  # re-exported: callers catch it from here
 from planner.hardware.cells import Row, parse_float, read_rows
 from planner.units import GB, GIB, MEGA, MIB, TERA
@@ -24,8 +31,14 @@ DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "hardware_specs"
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 CONFIDENCE = ("high", "medium", "low")
 KINDS = ("gpu", "tpu", "accelerator", "cpu")
-PRICINGS = ("on_demand", "spot")
+PRICINGS = ("on_demand", "spot", "reserved_1y", "reserved_3y", "savings_plan_1y", "savings_plan_3y",
+            "committed_1y", "committed_3y")
+"""Every pricing a price can have. A row of instances.csv may give any of them (reserved instances,
+savings plans and commitments with their term in years); committed_1y/_3y are also derived from
+discounts.csv (on-demand less the provider's discount) where no row of the instance gives one."""
 COMMITTED = {"committed_1y": 12, "committed_3y": 36}
+STALE_AFTER_MONTHS = 12
+"""A price dated more than this many months before the date the program runs is shown as stale."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +117,11 @@ class Instance:
     region: str
     """Region, or "all" (same price everywhere), "unrecorded", or a provider tier."""
     price_usd_per_h: dict[str, float]
-    """USD per hour by pricing: "on_demand", "spot", and "committed_1y"/"committed_3y" derived from discounts.csv."""
+    """USD per hour by pricing (PRICINGS): the instance's rows, plus committed_1y/_3y derived from discounts.csv."""
     price_date: str
-    """Oldest date among this instance's price rows (YYYY-MM[-DD]): prices go stale."""
+    """Oldest of `price_dates` (YYYY-MM[-DD]): prices go stale."""
+    price_dates: dict[str, str]
+    """Date of each price by pricing (a derived committed price: the older of on-demand and the discount)."""
     source: str
     """Where the prices come from."""
     confidence: str
@@ -116,6 +131,12 @@ class Instance:
     def key(self) -> str:
         """Unique key "provider:instance:region", e.g. "aws:p5.48xlarge:us-east-1"."""
         return f"{self.provider}:{self.instance}:{self.region}"
+
+    def stale(self, pricing: str | None = None, today: datetime.date | None = None) -> bool:
+        """Whether the `pricing` price (None: any of the instance's prices) is more than STALE_AFTER_MONTHS
+        months old on `today` (default: `run_date()`)."""
+        dates = self.price_dates.values() if pricing is None else (self.price_dates[pricing],)
+        return any(is_stale(d, today) for d in dates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,11 +156,15 @@ class Server:
     power_w: float | None
     """Maximum system power in W where sourced."""
     date: str
-    """Date of the price (YYYY-MM)."""
+    """Date of the price (YYYY-MM or YYYY-MM-DD)."""
     source: str
     """Where the numbers come from."""
     confidence: str
     """"high", "medium" or "low"."""
+
+    def stale(self, today: datetime.date | None = None) -> bool:
+        """Whether the capex figure is more than STALE_AFTER_MONTHS months old on `today` (default: `run_date()`)."""
+        return is_stale(self.date, today)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +294,42 @@ def _load(root: Path) -> Catalog:
 
 
 # ---------------------------------------------------------------------------------------------
+# Prices go stale
+
+
+def run_date() -> datetime.date:
+    """The date prices are judged against: PLANNER_TODAY (YYYY-MM-DD) where set, else the system's date."""
+    text = os.environ.get("PLANNER_TODAY", "")
+    if not text:
+        return datetime.date.today()
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            return datetime.date.fromisoformat(text)
+    except ValueError:
+        pass
+    raise ConfigError(f"PLANNER_TODAY must be a date that exists, YYYY-MM-DD; got {shorten(repr(text))}")
+
+
+def is_stale(date: str, today: datetime.date | None = None) -> bool:
+    """Whether a price dated `date` (YYYY-MM or YYYY-MM-DD, as the catalog stores it) is more than
+    STALE_AFTER_MONTHS months older than `today` (default: `run_date()`). A month alone counts from
+    its first day: the catalog keeps the earliest month a source allows."""
+    now = today or run_date()
+    day = datetime.date.fromisoformat(date if len(date) == 10 else date + "-01")
+    # the same day of the month STALE_AFTER_MONTHS months back (or that month's last day)
+    year, month = divmod(now.year * 12 + now.month - 1 - STALE_AFTER_MONTHS, 12)
+    if year < 1:  # the cutoff falls before the calendar starts: nothing is older
+        return False
+    cutoff = datetime.date(year, month + 1, min(now.day, calendar.monthrange(year, month + 1)[1]))
+    return day < cutoff
+
+
+def dated(date: str, today: datetime.date | None = None) -> str:
+    """A price's date as every output shows it: "2026-10-10", or "2024-01, stale" when `is_stale`."""
+    return f"{date}, stale" if is_stale(date, today) else date
+
+
+# ---------------------------------------------------------------------------------------------
 # Reading cells (the rows themselves: planner/hardware/cells.py)
 
 
@@ -373,9 +434,9 @@ def _load_carbon(path: Path) -> dict[str, float]:
 _DISCOUNT_COLUMNS = ("provider", "pricing", "discount_fraction", "term_months", "date", "source", "confidence", "notes")
 
 
-def _load_discounts(path: Path) -> dict[str, dict[str, float]]:
-    """Return provider -> {"committed_1y": fraction off on-demand, ...}."""
-    discounts: dict[str, dict[str, float]] = {}
+def _load_discounts(path: Path) -> dict[str, dict[str, tuple[float, str]]]:
+    """Return provider -> {"committed_1y": (fraction off on-demand, date), ...}."""
+    discounts: dict[str, dict[str, tuple[float, str]]] = {}
     for row in read_rows(path, _DISCOUNT_COLUMNS):
         provider = row.slug("provider")
         pricing = row.choice("pricing", COMMITTED)
@@ -383,8 +444,8 @@ def _load_discounts(path: Path) -> dict[str, dict[str, float]]:
             row.fail("term_months", f"{COMMITTED[pricing]} for {pricing}")
         if pricing in discounts.get(provider, {}):
             row.fail("pricing", f"one row per provider and pricing ({provider} {pricing} is listed twice)")
-        _provenance(row)
-        discounts.setdefault(provider, {})[pricing] = row.number("discount_fraction", 0, 0.95)
+        _, date, _ = _provenance(row)
+        discounts.setdefault(provider, {})[pricing] = (row.number("discount_fraction", 0, 0.95), date)
     return discounts
 
 
@@ -393,7 +454,7 @@ _INSTANCE_COLUMNS = ("provider", "instance", "device", "device_count", "vcpus", 
 
 
 def _load_instances(path: Path, devices: dict[str, Device],
-                    discounts: dict[str, dict[str, float]]) -> tuple[Instance, ...]:
+                    discounts: dict[str, dict[str, tuple[float, str]]]) -> tuple[Instance, ...]:
     groups: dict[tuple[str, str, str], list[tuple[Row, str, float]]] = {}
     for row in read_rows(path, _INSTANCE_COLUMNS):
         provider = row.slug("provider")
@@ -418,17 +479,20 @@ def _load_instances(path: Path, devices: dict[str, Device],
     return tuple(_instance(rows, discounts) for rows in groups.values())
 
 
-def _instance(rows: list[tuple[Row, str, float]], discounts: dict[str, dict[str, float]]) -> Instance:
+def _instance(rows: list[tuple[Row, str, float]], discounts: dict[str, dict[str, tuple[float, str]]]) -> Instance:
     prices = {pricing: price for _, pricing, price in rows}
+    dates = {pricing: row.cells["date"].strip() for row, pricing, _ in rows}
     first = rows[0][0]
     on_demand = prices.get("on_demand")
     if on_demand is not None:
-        for row, pricing, price in rows:
-            if pricing == "spot" and price > on_demand:
+        for row, pricing, price in rows:  # spot, reserved, savings plans and commitments cost less
+            if pricing != "on_demand" and price > on_demand:
                 on_demand_row = next(r.index for r, p, _ in rows if p == "on_demand")
-                row.fail("price_usd_per_h", f"a spot price <= the on_demand price {on_demand:g} (row {on_demand_row})")
-        for pricing, fraction in discounts.get(first.cells["provider"].strip(), {}).items():
-            prices[pricing] = on_demand * (1 - fraction)
+                row.fail("price_usd_per_h", f"a {pricing} price <= the on_demand price {on_demand:g} (row {on_demand_row})")
+        for pricing, (fraction, date) in discounts.get(first.cells["provider"].strip(), {}).items():
+            if pricing not in prices:  # a row of the instance's own wins over the provider-wide discount
+                prices[pricing] = on_demand * (1 - fraction)
+                dates[pricing] = min(dates["on_demand"], date)
     ram_gib = first.number("ram_gib", 1, 100_000, required=False)
     sources = dict.fromkeys(r.cells["source"].strip() for r, _, _ in rows)
     return Instance(
@@ -440,7 +504,8 @@ def _instance(rows: list[tuple[Row, str, float]], discounts: dict[str, dict[str,
         ram_bytes=_optional(ram_gib, GIB),
         region=first.cells["region"].strip(),
         price_usd_per_h=prices,
-        price_date=min(r.cells["date"].strip() for r, _, _ in rows),
+        price_date=min(dates.values()),
+        price_dates=dates,
         source=" | ".join(sources),
         confidence=max((r.cells["confidence"].strip() for r, _, _ in rows), key=CONFIDENCE.index),
     )

@@ -166,6 +166,10 @@ class DatasheetEfficiency:
     def band_fraction(self) -> float:
         return self.defaults.datasheet_band_fraction
 
+    @property
+    def source(self) -> str:
+        return "default efficiencies by device kind (hardware_specs/efficiency/defaults.json): no calibration profile covers it"
+
     def kind(self, device: Device) -> KindDefaults:
         return self.defaults.kinds.get(device.kind) or self.defaults.kinds["gpu"]
 

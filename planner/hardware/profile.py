@@ -17,9 +17,8 @@ the band: its 90th percentile |error| for the measured tier, widened for transfe
 
 from __future__ import annotations
 
-import datetime
-import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -28,21 +27,13 @@ import numpy as np
 from scipy.interpolate import LinearNDInterpolator
 
 from planner.errors import ConfigError
-from planner.files import MAX_JSON_DEPTH, finite, json_depth, parse_json, read_text
-from planner.hardware.catalog import KINDS, Device
+from planner.files import parse_json, read_text
+from planner.hardware.catalog import Device
 from planner.hardware.efficiency import Defaults, KindDefaults, gemm_shape, wave_efficiency
+from planner.hardware.profile_check import SCHEMA, check_profile, parse  # noqa: F401 (SCHEMA: the layout read)
 from planner.workload.capture import OpRecord
 
 PROFILE_ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "calibration"
-SCHEMA = 1
-"""The profile layout read here (`schema` in profile.json, as planner/calibration/calibrate.py writes it)."""
-# the shape fields of each measured kind (whole numbers >= 1); the other kinds are sized by `bytes`
-_SHAPES = {"gemm": ("m", "n", "k"), "bmm": ("b", "m", "n", "k"), "attention": ("bh", "sq", "sk", "d"),
-           "conv": ("n", "cin", "hw", "cout", "ksize", "stride")}
-_OVERHEADS = ("launch", "view")
-"""Per-call costs: time_s may be 0 (below the timer's resolution); the others divide by it."""
-_SIZED = ("copy", "add", "gelu", "sum", "layer_norm", "softmax", "batch_norm", "maxpool", "h2d")
-_MAX_COUNT = 2**53  # a shape stays exact as a float (wave counts divide it)
 _TRANSCENDENTAL = frozenset({"aten.gelu", "aten.silu", "aten.tanh", "aten.exp", "aten.sigmoid", "aten.erf",
                              "aten.pow", "aten.rsqrt", "aten.sqrt", "aten.log", "aten.sin", "aten.cos",
                              "aten.gelu_backward", "aten.silu_backward", "aten.tanh_backward",
@@ -67,6 +58,23 @@ class Profile:
     path: str
     raw: dict = field(repr=False)
 
+    @property
+    def tier(self) -> str:
+        """"published" for a profile converted from published measurements, else "measured"."""
+        return "published" if self.raw.get("tier") == "published" else "measured"
+
+    @property
+    def source(self) -> str:
+        """One line: where the measurements come from."""
+        src = self.raw.get("source")
+        if isinstance(src, dict):
+            tables = src.get("tables") or []
+            stacks = sorted({f"{t.get('framework')} {t.get('version')}" for t in tables if isinstance(t, dict)})
+            commit = str(src.get("commit", ""))[:7]
+            return (f"{src.get('repository', '?')} @{commit} ({src.get('license', '?')}), measured with "
+                    f"{', '.join(stacks) or '?'}; converted to {_shown_path(self.path)}")
+        return f"planner calibrate on this device, {self.date[:10]} ({_shown_path(self.path)})"
+
     def device(self, catalog_device: Device | None) -> Device:
         """The Device this profile measured: the catalog's where it has one (GPUs), else one built
         from the measured ceilings (a CPU: peak = best measured GEMM rate, bandwidth = copy rate)."""
@@ -85,157 +93,69 @@ class Profile:
                       source=f"calibration profile {self.path} (measured ceilings)", date=self.date[:10])
 
 
+def _shown_path(path: str) -> str:
+    """A shipped profile's path from the project root (hardware_specs/calibration/...), else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(PROFILE_ROOT.parents[1]))
+    except ValueError:
+        return path
+
+
 def read_profile(path: Path) -> Profile:
     """Load one profile.json and check it (`check_profile`); return the Profile. Raise ConfigError naming
     the file, and the measurement index where one is bad, when it is not UTF-8 JSON, nests too deep,
     has an unknown schema, or holds a number that is not finite or out of range."""
     where = f"calibration profile '{path}'"
-    raw = _parse(read_text(path, "calibration profile"), where)
+    raw = parse(read_text(path, "calibration profile"), where)
     check_profile(raw, where)
     return Profile(raw["device_id"], raw["device_name"], raw["kind"], raw.get("properties", {}), raw["ceilings"],
                    tuple(raw["measurements"]), raw["date"], str(path), raw)
 
 
+class ProfileIndex(Mapping):
+    """Profiles by device id (the folder name), each read and checked when first used.
+
+    Reading every profile up front would cost about half a second per published profile on every
+    command; a command touches one or two. A bad profile is still refused, not skipped: the
+    ConfigError (naming its file and measurement) is raised where it is used, by its own device or
+    as the neighbour a transferred tier is fitted on."""
+
+    def __init__(self, paths: dict[str, Path]):
+        self._paths = dict(paths)
+        self._read: dict[str, Profile] = {}
+
+    def __getitem__(self, device_id: str) -> Profile:
+        if device_id not in self._read:
+            self._read[device_id] = read_profile(self._paths[device_id])
+        return self._read[device_id]
+
+    def __iter__(self):
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __contains__(self, device_id: object) -> bool:
+        return device_id in self._paths
+
+    def tier_of(self, device_id: str) -> str:
+        """"published" or "measured", from the head of the file (converted profiles write `tier`
+        first); the whole profile is read only when the head does not say."""
+        if device_id in self._read:
+            return self._read[device_id].tier
+        with open(self._paths[device_id], "rb") as f:
+            head = f.read(200).decode("utf-8", "replace")
+        if '"tier":"published"' in head.replace(" ", ""):
+            return "published"
+        return self[device_id].tier
+
+
 @lru_cache(maxsize=4)
-def load_profiles(root: str | None = None) -> dict[str, Profile]:
-    """Every profile under hardware_specs/calibration/<device-id>/profile.json (or `root`), by device id.
-
-    A bad profile is refused, not skipped: ConfigError naming its file (and measurement), whether
-    `root` is the shipped folder or one the user pointed at (PLANNER_HARDWARE_SPECS). Skipping would
-    not keep it away from unrelated devices: any profile of a device's kind may be the neighbour its
-    transferred tier is fitted on, so a silently dropped profile would change other predictions."""
+def load_profiles(root: str | None = None) -> ProfileIndex:
+    """Every profile under hardware_specs/calibration/<device-id>/profile.json (or `root`), by device id,
+    read when first used (ProfileIndex)."""
     base = Path(root) if root else PROFILE_ROOT
-    return {p.parent.name: read_profile(p) for p in sorted(base.glob("*/profile.json"))}
-
-
-def _parse(text: str, where: str):
-    """The JSON of a profile through files.parse_json. A NaN or Infinity it refuses is then located, so
-    the message names the measurement (measurements[5].time_s) rather than only the file."""
-    try:
-        return parse_json(text, where)
-    except ConfigError as refused:
-        if json_depth(text) > MAX_JSON_DEPTH:
-            raise
-        try:  # the nesting is bounded: parse again keeping the constants, only to name where they are
-            _not_finite(json.loads(text, parse_constant=float), where, "")
-        except ValueError:
-            pass
-        raise refused from None
-
-
-def check_profile(raw, where: str) -> None:
-    """Refuse a profile planner cannot use; return None when it is sound. ConfigError names `where` and the
-    key (measurements[i] for a measurement). Checked: `schema` is SCHEMA; device_id, device_name, date
-    (an ISO day first) and kind (a catalog kind) are set; every number is finite (1e400 parses to
-    infinity); ceilings are rates > 0 and overheads >= 0; each measurement has a known
-    kind, time_s > 0 (>= 0 for the per-call launch and view costs), flop and bytes >= 0 (bytes > 0 for
-    kinds sized by bytes) and whole-number shapes >= 1; the properties a CPU Device is built from, the
-    leave-one-out band and the collective fits have the types and signs they are used with."""
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: a JSON object expected, got {type(raw).__name__}")
-    if raw.get("schema") != SCHEMA or isinstance(raw.get("schema"), bool):
-        raise ConfigError(f"{where}: unknown schema {_show(raw.get('schema'))}; this planner reads schema {SCHEMA} "
-                          "(run `planner calibrate` again)")
-    _not_finite(raw, where, "")
-    for key in ("device_id", "device_name", "date", "kind"):
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise ConfigError(f"{where}: '{key}' must be a non-empty string, got {_show(raw.get(key))}")
-    if raw["kind"] not in KINDS:
-        raise ConfigError(f"{where}: kind {_show(raw['kind'])} is not one of {', '.join(KINDS)}")
-    try:
-        datetime.date.fromisoformat(raw["date"][:10])
-    except ValueError:
-        raise ConfigError(f"{where}: date {_show(raw['date'])} does not start with a day YYYY-MM-DD") from None
-    ceilings = _object(raw, "ceilings", where, required=True)
-    for key, value in ceilings.items():
-        _number(value, f"{where}: ceilings.{key}", positive=key.endswith("_per_s"))
-    props = _object(raw, "properties", where)
-    if props.get("memory_bytes") is not None:
-        _number(props["memory_bytes"], f"{where}: properties.memory_bytes", positive=True)
-    if props.get("logical_cpus") is not None:
-        _count(props["logical_cpus"], f"{where}: properties.logical_cpus")
-    measurements = raw.get("measurements")
-    if not isinstance(measurements, list):
-        raise ConfigError(f"{where}: 'measurements' must be a list, got {_show(measurements)}")
-    for i, m in enumerate(measurements):
-        _check_measurement(m, f"{where}: measurements[{i}]")
-    loo = _object(raw, "leave_one_out", where)
-    for what, stats in (("leave_one_out", loo), ("leave_one_out.interior", _object(loo, "interior", where))):
-        if stats.get("p90_abs_error") is not None:  # null: a group with no points (calibrate writes NaN as null)
-            _number(stats["p90_abs_error"], f"{where}: {what}.p90_abs_error")
-    collectives = raw.get("collectives")
-    if isinstance(collectives, dict):  # a string says why none was measured
-        for op, fit in _object(collectives, "fit", where).items():
-            if not isinstance(fit, dict):
-                raise ConfigError(f"{where}: collectives.fit.{op} must be an object, got {_show(fit)}")
-            _count(fit.get("ranks"), f"{where}: collectives.fit.{op}.ranks")
-            for key, positive in (("latency_s", False), ("bytes_per_s", True), ("median_abs_error", False)):
-                _number(fit.get(key), f"{where}: collectives.fit.{op}.{key}", positive)
-
-
-def _check_measurement(m, where: str) -> None:
-    if not isinstance(m, dict):
-        raise ConfigError(f"{where}: a JSON object expected, got {_show(m)}")
-    kind = m.get("kind")
-    if kind not in (*_SHAPES, *_OVERHEADS, *_SIZED):
-        raise ConfigError(f"{where}: unknown kind {_show(kind)}; valid: {', '.join((*_SHAPES, *_OVERHEADS, *_SIZED))}")
-    where = f"{where} ({kind})"
-    _number(m.get("time_s"), f"{where}: time_s", positive=kind not in _OVERHEADS)
-    _number(m.get("flop"), f"{where}: flop")
-    _number(m.get("bytes"), f"{where}: bytes", positive=kind in _SIZED)
-    for key in _SHAPES.get(kind, ()):
-        _count(m.get(key), f"{where}: {key}")
-    # a GEMM's dtype names its model and an attention's causal flag is one of its features: both required
-    for key, kinds, valid in (("dtype", ("gemm",), str), ("layout", (), str), ("warm", (), bool),
-                              ("causal", ("attention",), bool)):
-        if (key in m or kind in kinds) and not isinstance(m.get(key), valid):
-            raise ConfigError(f"{where}: {key} must be {'a string' if valid is str else 'true or false'}, "
-                              f"got {_show(m.get(key))}")
-    if kind == "conv":
-        pad = m.get("pad")
-        if isinstance(pad, bool) or pad != 0:
-            pad = _count(pad, f"{where}: pad")
-        if m["hw"] + 2 * pad < m["ksize"]:
-            raise ConfigError(f"{where}: hw + 2 pad ({m['hw'] + 2 * pad}) is smaller than ksize ({m['ksize']}): "
-                              "no output pixel")
-
-
-def _not_finite(value, where: str, path: str) -> None:
-    """Refuse a number that is not finite anywhere in the profile: parse_json refuses NaN and Infinity,
-    but a literal like 1e400 still parses to infinity."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(f"{where}: {path} must be a finite number, got {value}")
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        _not_finite(item, where, f"{path}[{key}]" if isinstance(value, list) else f"{path}.{key}".lstrip("."))
-
-
-def _number(value, what: str, positive: bool = False) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):  # finite() alone takes "0.5"
-        raise ConfigError(f"{what} must be a number, got {_show(value)}")
-    number = finite(value, what)
-    if number < 0 or (positive and number == 0):
-        raise ConfigError(f"{what} must be {'> 0' if positive else '>= 0'}, got {_show(value)}")
-    return number
-
-
-def _count(value, what: str) -> int:
-    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if isinstance(value, bool) or not whole or not 1 <= value <= _MAX_COUNT:
-        raise ConfigError(f"{what} must be a whole number in [1, 2**53], got {_show(value)}")
-    return int(value)
-
-
-def _object(parent: dict, key: str, where: str, required: bool = False) -> dict:
-    value = parent.get(key, None if required else {})
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}: '{key}' must be an object, got {_show(value)}")
-    return value
-
-
-def _show(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return ProfileIndex({p.parent.name: p for p in sorted(base.glob("*/profile.json"))})
 
 
 # ------------------------------------------------------------------ features and ideal times
@@ -266,7 +186,9 @@ def _features(m: dict) -> tuple[str, tuple[float, ...], tuple[int, int, int, int
     if kind == "bmm":
         return "bmm", (_log2(m["b"]), _log2(m["m"]), _log2(m["n"]), _log2(m["k"])), (m["b"], m["m"], m["n"], m["k"])
     if kind == "attention":
-        feats = (_log2(m["bh"]), _log2(m["sq"]), _log2(m["sk"]), _log2(m["d"]), 1.0 if m["causal"] else 0.0)
+        # group: query heads per KV head (grouped-query attention; 1 where the measurement has none)
+        feats = (_log2(m["bh"]), _log2(m["sq"]), _log2(m["sk"]), _log2(m["d"]), 1.0 if m["causal"] else 0.0,
+                 _log2(m.get("group", 1)))
         return "attention", feats, (m["bh"], m["sq"], m["sk"], m["d"])
     if kind == "conv":
         out = (m["hw"] + 2 * m["pad"] - m["ksize"]) // m["stride"] + 1
@@ -427,8 +349,9 @@ def _op_key(rec: OpRecord, category: str, dtype: str, models: dict) -> tuple[str
             return "conv", (_log2(m), _log2(n), _log2(k), _log2(ksize)), shape
         q, key_t = rec.arg("query"), rec.arg("key")
         causal = bool(rec.arg("is_causal", False))
-        return "attention", (_log2(b), _log2(m), _log2(key_t.shape[-2]), _log2(q.shape[-1]), float(causal)), \
-            (b, m, key_t.shape[-2], q.shape[-1])
+        group = q.shape[-3] / key_t.shape[-3] if len(q.shape) >= 3 and len(key_t.shape) >= 3 else 1
+        return "attention", (_log2(b), _log2(m), _log2(key_t.shape[-2]), _log2(q.shape[-1]), float(causal),
+                             _log2(max(group, 1))), (b, m, key_t.shape[-2], q.shape[-1])
     kind = MEMORY_KIND_OF_CATEGORY.get(category)
     if kind is None:
         return None
@@ -456,9 +379,13 @@ def _rec_dtype(rec: OpRecord) -> str:
     return "fp32"
 
 
+_DTYPE_ALIASES = {"fp16": "bf16", "bf16": "fp16"}
+"""A GEMM dtype the profile lacks, measured at the same tensor-core rate on every GPU of the catalog."""
+
+
 @dataclass(frozen=True)
 class ProfileEfficiency:
-    """The EfficiencyModel of a profiled device (tier measured) or a neighbour (tier transferred)."""
+    """The EfficiencyModel of a profiled device (tier measured or published) or a neighbour (transferred)."""
 
     model: ProfileModel
     profile: Profile
@@ -469,19 +396,53 @@ class ProfileEfficiency:
     clock_ratio: float = 1.0
     """Profiled device clock / predicted device clock, scaling the fixed per-op cost."""
 
+    @property
+    def source(self) -> str:
+        """Where the efficiencies come from (one line)."""
+        if self.tier == "transferred":
+            return f"transferred from {self.profile.device_id}: {self.profile.source}"
+        return self.profile.source
+
+    def measures(self, gemm_dtype: str) -> bool:
+        """True when the profile measured GEMMs of `gemm_dtype` (or of the dtype at the same tensor-core
+        rate): a workload whose GEMMs run at a dtype the profile never timed is predicted from the
+        datasheet tier as a whole, not from a profile of some other dtype."""
+        return any(f"{family}:{name}" in self.model.models_ for family in ("gemm", "gemm_nn")
+                   for name in (gemm_dtype, _DTYPE_ALIASES.get(gemm_dtype)) if name)
+
+    def covers(self, rec: OpRecord, category: str) -> bool:
+        """True when the profile itself times this op (False: it falls back to the datasheet tier)."""
+        return self._key(rec, category) is not None
+
+    def _key(self, rec: OpRecord, category: str) -> tuple[str, tuple[float, ...] | None, object] | None:
+        """(model key, features or None for memory-bound, wave shape) of an op the profile covers."""
+        m = self.model
+        found = _op_key(rec, category, "fp32", m.models_)
+        if found is None:
+            return None
+        key, feats, shape = found
+        if key.startswith("gemm"):
+            family = key.split(":")[0]
+            dtype = _rec_dtype(rec)
+            for name in (dtype, _DTYPE_ALIASES.get(dtype)):
+                if name and f"{family}:{name}" in m.models_:
+                    key = f"{family}:{name}"
+                    break
+        if feats is None and key not in m.models_ and "mem:copy" in m.models_:
+            # a published profile holds one memory-bound curve (an elementwise kernel): every
+            # memory-bound kind it lacks streams at that curve's rate for its bytes
+            key = "mem:copy"
+        return (key, feats, shape) if key in m.models_ else None
+
     def efficiencies(self, rec: OpRecord, category: str, device: Device) -> tuple[float, float, float]:
         m = self.model
         if category == "view":
             return 1.0, 1.0, m.view_s_ * self.clock_ratio
         overhead = m.launch_s_ * self.clock_ratio
-        found = _op_key(rec, category, "fp32", m.models_)
+        found = self._key(rec, category)
         if found is None:
             return self.fallback.efficiencies(rec, category, device)
         key, feats, shape = found
-        if key.startswith("gemm"):
-            family = key.split(":")[0]
-            dtype = _rec_dtype(rec)
-            key = f"{family}:{dtype}" if f"{family}:{dtype}" in m.models_ else key
         if feats is None:  # memory-bound: features from the op's bytes
             nbytes = sum(t.bytes for t in rec.tensors()) + sum(t.bytes for t in rec.outputs)
             feats = (_log2(max(nbytes, 1.0)),)
@@ -545,6 +506,22 @@ def fit_report(raw_profile: dict) -> dict:
     return {**stats(every), "interior": stats(interior), "by_kind": {k: stats(v) for k, v in errors.items()}}
 
 
+def _folder_tier(profiles: Mapping[str, Profile], device_id: str) -> str:
+    """The tier of a profile, read from the index without parsing it where the index knows it."""
+    tier_of = getattr(profiles, "tier_of", None)
+    return tier_of(device_id) if tier_of else profiles[device_id].tier
+
+
+def _catalog_device(device_id: str) -> Device | None:
+    from planner.errors import PlannerError
+    from planner.hardware.catalog import load_catalog
+
+    try:
+        return load_catalog().device(device_id)
+    except PlannerError:
+        return None
+
+
 def profile_device(profile: Profile) -> Device | None:
     """The Device of a profile: the catalog's for a catalog id, else one from the measured ceilings."""
     from planner.errors import PlannerError
@@ -558,37 +535,75 @@ def profile_device(profile: Profile) -> Device | None:
         return profile.device(None)
 
 
-def efficiency_for(device: Device, defaults: Defaults, profiles: dict[str, Profile], fallback) -> object:
-    """The efficiency model of `device`: its own profile (measured), the nearest profiled device of
-    the same kind (transferred: same vendor and generation first), or `fallback` (datasheet)."""
-    own = profiles.get(device.id)
+def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Profile], fallback,
+                   tiers: tuple[str, ...] = ("published", "measured")) -> object:
+    """The efficiency model of `device`: its own profile (tier measured or published), a profiled
+    device of the same vendor and generation (transferred), or `fallback` (datasheet).
+
+    A transfer crosses no architecture: a Hopper profile says nothing of an Ampere's or an MI300X's
+    kernels. Among neighbours the nearest in memory bandwidth is taken. Only profiles of `tiers` are
+    used (an engine's profile_tiers: published serving-stack tables describe serving engines' kernels)."""
+    own = profiles.get(device.id) if device.id in profiles else None
+    if own is not None and own.tier not in tiers:
+        own = None
     kind_defaults = defaults.kinds.get(device.kind) or defaults.kinds["gpu"]
     if own is not None:
         ref = profile_device(own)
-        band = _band(own)
-        return ProfileEfficiency(ProfileModel(kind_defaults).fit(own, ref), own, "measured", band, fallback)
+        return ProfileEfficiency(ProfileModel(kind_defaults).fit(own, ref), own, own.tier, _own_band(own, defaults),
+                                 fallback)
+    if device.kind == "cpu":
+        return fallback
     candidates = []
-    for profile in profiles.values():
-        ref = profile_device(profile)
-        if ref is None or ref.kind != device.kind or device.kind == "cpu":
+    for device_id in profiles:
+        ref = _catalog_device(device_id)  # the folder names the device: no profile is read to choose
+        if ref is not None and _folder_tier(profiles, device_id) not in tiers:
             continue
-        distance = (0 if (ref.vendor, ref.generation) == (device.vendor, device.generation) else
-                    1 if ref.vendor == device.vendor else 2)
-        bw = abs(math.log(ref.mem_bytes_per_s / device.mem_bytes_per_s))
-        candidates.append((distance, bw, profile.device_id, profile, ref))
+        if ref is None or ref.kind != device.kind or (ref.vendor, ref.generation) != (device.vendor, device.generation):
+            continue
+        candidates.append((abs(math.log(ref.mem_bytes_per_s / device.mem_bytes_per_s)), device_id))
     if not candidates:
         return fallback
-    _, _, _, profile, ref = min(candidates)
+    profile = profiles[min(candidates)[1]]
+    ref = profile_device(profile)
     clock = (ref.clock_hz / device.clock_hz) if ref.clock_hz and device.clock_hz else 1.0
-    # a transferred prediction carries the neighbour's fit plus what the transfer cannot know:
-    # twice the measured band plus 10%, and never narrower than the datasheet band's half
-    band = min(defaults.datasheet_band_fraction, max(2 * _band(profile) + 0.10, defaults.datasheet_band_fraction / 2))
+    # a transferred prediction carries the neighbour's band widened by the error measured when one
+    # profiled device is predicted from another of its generation (hardware_specs/calibration/
+    # transfer.json); never wider than the datasheet band
+    band = min(defaults.datasheet_band_fraction, _band(profile) + transfer_error(profile.path))
     model = ProfileModel(kind_defaults).fit(profile, ref)
     return ProfileEfficiency(model, profile, "transferred", band, fallback, clock)
 
 
+def transfer_error(profile_path: str) -> float:
+    """p90 |error| of a transfer between profiled devices of one generation, from transfer.json beside the
+    profile folders (written by benchmarks/published_profiles.py); 0.10 + the neighbour's band when
+    none was measured (the rule before any transfer was measured)."""
+    file = Path(profile_path).parent.parent / "transfer.json"
+    try:
+        value = parse_json(read_text(file, "transfer errors"), str(file)).get("p90_abs_error")
+    except (OSError, ConfigError, AttributeError):
+        value = None
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else 0.10
+
+
+def _own_band(profile: Profile, defaults: Defaults) -> float:
+    """The band of a device's own profile: its held-back (or leave-one-out) p90, but never narrower
+    than the datasheet band when a published profile lacks GEMM, attention or memory-bound curves:
+    the ops it did not measure run on datasheet efficiencies, whose error it cannot bound."""
+    band = _band(profile)
+    kinds = profile.raw.get("held_out", {}).get("by_kind", {})
+    if profile.tier == "published" and not all(any(k.startswith(f) for k in kinds)
+                                               for f in ("gemm", "attention", "memory")):
+        band = max(band, defaults.datasheet_band_fraction)
+    return band
+
+
 def _band(profile: Profile) -> float:
-    """p90 |leave-one-out error| of the profile's interior points (all points if none are interior)."""
+    """The tier's band: p90 |error| of the held-back points (a published profile), else of the
+    leave-one-out interior points (all points if none are interior)."""
+    held = profile.raw.get("held_out", {}).get("p90_abs_error")
+    if isinstance(held, (int, float)):
+        return float(held)
     loo = profile.raw.get("leave_one_out", {})
     value = loo.get("interior", {}).get("p90_abs_error")
     if value is None or value != value:

@@ -34,7 +34,7 @@ class Candidate:
     device_id: str
     device_count: int
     pricing: str
-    """on_demand, spot, committed_1y, committed_3y, or onprem."""
+    """A catalog pricing (planner.hardware.catalog.PRICINGS: on_demand, spot, reserved_1y, ...) or onprem."""
     usd_per_h: float
     """Cloud: the rental price; on-prem: TCO per useful hour at the scenario's utilization."""
     capex_usd: float
@@ -75,7 +75,7 @@ class TrainingConfig:
     time_s: float
     cost_usd: float
     energy_kwh: float | None
-    """None when the device has no sourced TDP."""
+    """Facility kWh (device energy x the candidate's PUE); None when the device has no sourced TDP."""
     kg_co2e: float | None
     """None when the energy or the region's grid intensity is unknown."""
 
@@ -99,7 +99,8 @@ def candidates(scenario: Scenario, ctx: Context) -> list[Candidate]:
         for pricing in c.pricing:
             if pricing in inst.price_usd_per_h:
                 out.append(Candidate(f"{inst.key}:{pricing}", "cloud", device.id, inst.device_count, pricing,
-                                     inst.price_usd_per_h[pricing], 0.0, 0.0, intensity, inst.price_date, inst.key))
+                                     inst.price_usd_per_h[pricing], 0.0, 0.0, intensity, inst.price_dates[pricing],
+                                     inst.key))
     if c.site is not None:
         from planner.predict.cost import onprem_cost
 
@@ -161,7 +162,8 @@ def serving_capacity(ctx: Context, workload: ServingWorkload, bucket: Bucket, ca
                     workload.tpot_s, candidate.device_id, candidate.device_count, pue, workload.engine)
 
 
-def training_configs(ctx: Context, job: TrainingJob, candidate: Candidate, max_units: int = 64) -> list[TrainingConfig]:
+def training_configs(ctx: Context, job: TrainingJob, candidate: Candidate, max_units: int = 64,
+                     pue: float = 1.0) -> list[TrainingConfig]:
     """Configurations of `job` on 1, 2, 4, ... units of `candidate` that fit and meet the deadline
     (at most the two smallest: more units only cost more once the deadline is met).
 
@@ -191,7 +193,7 @@ def training_configs(ctx: Context, job: TrainingJob, candidate: Candidate, max_u
             if time_s > job.deadline_s:
                 continue
             hours = time_s / 3600
-            kwh = p.metrics.get("energy_to_train_j", float("nan")) / 3.6e6
+            kwh = p.metrics.get("energy_to_train_j", float("nan")) / 3.6e6 * pue  # facility kWh
             kwh = kwh if kwh == kwh else None  # no sourced TDP: unknown, not zero
             intensity = candidate.kg_co2e_per_kwh
             found.append(TrainingConfig(candidate.key, units, tp, dp, time_s, hours * units * candidate.usd_per_h, kwh,

@@ -47,6 +47,15 @@ class Problem:
     flow_labels: dict[str, str] = field(default_factory=dict)
 
 
+def facility_pue(ctx: Context, candidate: Candidate, site_pue: float) -> float:
+    """PUE of a candidate's facility: the scenario site's on-prem; in the cloud the provider's fleet PUE
+    (hardware_specs/energy/cloud_pue.csv, else its default row; 1.0 where the file has neither)."""
+    if candidate.kind == "onprem":
+        return site_pue
+    row = ctx.power.cloud_pue(ctx.catalog.instance(candidate.instance_key).provider)
+    return row.pue if row is not None else 1.0
+
+
 def build_problem(scenario: Scenario, ctx: Context | None = None) -> Problem:
     """Price the candidates and compute every capacity; raise naming a bucket or job nothing can serve."""
     ctx = ctx or default_context()
@@ -62,7 +71,7 @@ def build_problem(scenario: Scenario, ctx: Context | None = None) -> Problem:
             rps[flow] = demand(w, b)
             labels[flow] = f"workloads[{wi}].buckets[{bi}] ({w.name}: {b.input_len} in, {b.output_len} out)"
             for c in cands:
-                found = serving_capacity(ctx, w, b, c, pue if c.kind == "onprem" else 1.0)
+                found = serving_capacity(ctx, w, b, c, facility_pue(ctx, c, pue))
                 if found is not None:
                     cap[(flow, c.key)] = found
             if not any(f == flow for f, _ in cap):
@@ -72,7 +81,7 @@ def build_problem(scenario: Scenario, ctx: Context | None = None) -> Problem:
     for ti, job in enumerate(scenario.training):
         k = 0
         for c in cands:
-            for cfg in training_configs(ctx, job, c):
+            for cfg in training_configs(ctx, job, c, pue=facility_pue(ctx, c, pue)):
                 configs[(job.name, k)] = cfg
                 k += 1
         if k == 0:

@@ -13,6 +13,7 @@ objective. Validation errors give the path of the bad key, e.g. `workloads[1].bu
       - {name: ft, model: llama-3.1-8b, tokens: 1.0e9, seq_len: 2048, deadline_days: 7}
     candidates:
       cloud: {providers: [aws, runpod], regions: [], pricing: [on_demand, spot], instances: []}
+                                     # pricing: planner.hardware.catalog.PRICINGS (reserved_1y, ...)
       onprem: {site: us-virginia-colo, servers: [dgx-h100]}
     constraints:
       monthly_budget_usd: 100000
@@ -39,10 +40,10 @@ from typing import Any
 
 from planner.errors import ConfigError, PlannerError
 from planner.files import read_text
+from planner.hardware.catalog import PRICINGS
 from planner.plan.safe_yaml import load_yaml
 
 OBJECTIVES = ("cost", "energy", "carbon", "weighted")
-PRICINGS = ("on_demand", "spot", "committed_1y", "committed_3y")
 SERVING_FAMILIES = ("decoder",)
 """Model families that generate tokens, so that TTFT and TPOT mean something (encoders and vision
 models answer in one forward pass: they have no time per output token)."""

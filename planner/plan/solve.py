@@ -244,6 +244,7 @@ def breakeven(p: Problem, ctx: Context) -> tuple[dict, ...]:
                         p.scenario.utilization, ctx=ctx)
         last = t.table.iloc[-1]
         out.append({"device": server.device_id, "server": server.key, "cloud_instance": best.key,
+                    "cloud_price_date": t.cloud_price_date, "capex_date": t.capex_date,
                     "cloud_usd_per_month": t.cloud_usd_per_h * HOURS_PER_MONTH * p.scenario.utilization,
                     "onprem_opex_usd_per_month": t.onprem_opex_usd_per_month, "capex_usd": t.capex_usd,
                     "cloud_over_horizon_usd": float(last["cloud_usd"]),

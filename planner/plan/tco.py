@@ -29,8 +29,10 @@ class TcoComparison:
     cloud_usd_per_h: float
     """For `devices` devices (the instance price scaled to the server's device count)."""
     cloud_price_date: str
+    """Date of the instance's on-demand price (planner.hardware.catalog.dated shows it, stale or not)."""
     capex_usd: float
     capex_date: str
+    """Date of the server's capex figure."""
     onprem_opex_usd_per_month: float
     breakeven_month: float | None
     """Month after which owning is cheaper at this utilization; None if never within reason."""
@@ -60,6 +62,9 @@ def compare_tco(device: str, site: str, instance: str | None = None, months: int
     place = ctx.catalog.site(site)
     if instance is not None:
         inst = ctx.catalog.instance(instance)
+        if "on_demand" not in inst.price_usd_per_h:
+            raise ConfigError(f"{inst.key} has no on_demand price in the catalog (it has: "
+                              f"{', '.join(sorted(inst.price_usd_per_h))}); renting is compared on demand")
     else:
         offers = [i for i in ctx.catalog.instances_for(dev.id) if "on_demand" in i.price_usd_per_h]
         if not offers:
@@ -80,5 +85,5 @@ def compare_tco(device: str, site: str, instance: str | None = None, months: int
     lifetime = place.lifetime_years * 12
     full_cloud = cloud_h * HOURS_PER_MONTH
     breakeven_u = (capex / lifetime + opex) / full_cloud if full_cloud else float("inf")
-    return TcoComparison(dev.id, server.id, inst.key, server.device_count, cloud_h, inst.price_date, capex, server.date,
-                         opex, breakeven, breakeven_u, pd.DataFrame(rows))
+    return TcoComparison(dev.id, server.id, inst.key, server.device_count, cloud_h, inst.price_dates["on_demand"],
+                         capex, server.date, opex, breakeven, breakeven_u, pd.DataFrame(rows))

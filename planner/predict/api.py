@@ -13,7 +13,7 @@ import pandas as pd
 
 from planner.errors import ConfigError, PlannerError
 from planner.files import finite
-from planner.predict.context import Context, default_context
+from planner.predict.context import ALL_TIERS, Context, default_context
 from planner.predict.inference import predict_inference
 from planner.predict.prediction import CostOptions, Prediction
 from planner.predict.training import predict_training
@@ -80,15 +80,28 @@ MAX_SCALEOUT_GBPS = 1e5
 """Largest --scaleout-gbps accepted: 100 Tb/s per device, far above any NIC sold (800 Gb/s in 2026)."""
 
 
-def target_of(req: Request, ctx: Context):
-    """The device's Target, with the scale-out bandwidth of --scaleout-gbps where given."""
-    target = ctx.target(req.device)
+def target_of(req: Request, ctx: Context, engine: str | None = None):
+    """The device's Target, its efficiency from the profiles `engine` runs the kernels of (every tier
+    when None), with the scale-out bandwidth of --scaleout-gbps where given."""
+    tiers = get_engine(engine).profile_tiers if engine else ALL_TIERS
+    gemm = _gemm_dtype(req.dtype) if engine else None
+    target = ctx.target(req.device, tiers, gemm)
     if req.scaleout_gbps is None:
         return target
     gbps = finite(req.scaleout_gbps, "--scaleout-gbps")
     if not 0 < gbps <= MAX_SCALEOUT_GBPS:
         raise ConfigError(f"--scaleout-gbps must be in (0, {MAX_SCALEOUT_GBPS:,.0f}] Gb/s per device, got {gbps:g}")
-    return ctx.target(replace(target.device, scaleout_bytes_per_s=gbps * 1e9 / 8))
+    return ctx.target(replace(target.device, scaleout_bytes_per_s=gbps * 1e9 / 8), tiers, gemm)
+
+
+def _gemm_dtype(dtype: str | None) -> str | None:
+    """The dtype a workload's GEMMs run at (its precision's `gemm`), None when the name is not one."""
+    from planner.workload.quant import precision
+
+    try:
+        return precision(dtype or "bf16").gemm
+    except PlannerError:
+        return None
 
 
 def _scaleout_note(req: Request, prediction: Prediction) -> Prediction:
@@ -158,6 +171,7 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
     if req.mode not in MODES:
         raise ConfigError(f"unknown mode '{req.mode}'; valid: {', '.join(MODES)}")
     engine, note = engine_for(req, model, target.device)
+    target = target_of(req, ctx, engine)
     if req.mode == "inference":
         return _engine_note(_scaleout_note(req, predict_inference(
             target, model, par, req.batch, req.input_len, req.output_len, req.seq_len, req.image_size, req.dtype, cost,
@@ -386,6 +400,7 @@ def op_rows(req: Request, ctx: Context | None = None, model: Model | None = None
     par = parallelism(req)
     batch = req.batch if isinstance(req.batch, int) else 1
     engine = engine_for(req, model, target.device)[0]
+    target = target_of(req, ctx, engine)
     graphs = {}
     if req.mode == "training":
         graphs["step"] = Workload("training", req.micro_batch or batch, req.seq_len, image_size=req.image_size,

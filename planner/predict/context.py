@@ -8,6 +8,7 @@ step timing, memory, energy and cost below it take that plain value and never re
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +17,9 @@ from planner.errors import UnknownNameError
 from planner.hardware.catalog import Catalog, Device, load_catalog
 from planner.hardware.efficiency import DatasheetEfficiency, Defaults, EfficiencyModel, load_defaults
 from planner.predict.energy import PowerModel
+
+ALL_TIERS = ("published", "measured")
+"""Every profile tier: what a single op (`planner op`) or a caller with no engine is predicted from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +45,7 @@ class Context:
     catalog: Catalog
     defaults: Defaults
     power: PowerModel
-    profiles: dict = field(default_factory=dict)
+    profiles: Mapping = field(default_factory=dict)
     """Calibration profiles by device id (hardware_specs/calibration/)."""
     _efficiency: dict = field(default_factory=dict, repr=False)
     _targets: dict = field(default_factory=dict, repr=False)
@@ -59,14 +63,16 @@ class Context:
                     return device
             raise UnknownNameError("device", name, list(exc.valid) + sorted(self.profiles)) from None
 
-    def efficiency(self, device: Device) -> EfficiencyModel:
-        """The efficiency model of `device`: measured (its profile), transferred (a profiled neighbour)
-        or datasheet; its tier decides the uncertainty band."""
-        if device.id not in self._efficiency:
+    def efficiency(self, device: Device, tiers: tuple[str, ...] = ALL_TIERS) -> EfficiencyModel:
+        """The efficiency model of `device` from the profiles of `tiers` (an engine's profile_tiers: the
+        kernels it runs): its own profile, a transferred neighbour's, or datasheet; its tier decides the
+        uncertainty band."""
+        key = (device.id, tuple(tiers))
+        if key not in self._efficiency:
             from planner.hardware.profile import efficiency_for
-            self._efficiency[device.id] = efficiency_for(device, self.defaults, self.profiles,
-                                                         DatasheetEfficiency(self.defaults))
-        return self._efficiency[device.id]
+            self._efficiency[key] = efficiency_for(device, self.defaults, self.profiles,
+                                                   DatasheetEfficiency(self.defaults), tiers)
+        return self._efficiency[key]
 
     def node_size(self, device: Device) -> int:
         """Devices that talk over the fast link of one server: the scale-up domain, or for PCIe cards
@@ -78,13 +84,20 @@ class Context:
             sizes += [s.device_count for s in self.catalog.servers.values() if s.device_id == device.id]
         return max(sizes)
 
-    def target(self, device: str | Device) -> Target:
-        """The Target of a device (name, alias or Device), resolved once and cached."""
+    def target(self, device: str | Device, tiers: tuple[str, ...] = ALL_TIERS, gemm_dtype: str | None = None) -> Target:
+        """The Target of a device (name, alias or Device) whose efficiency comes from the profiles of
+        `tiers` that measured GEMMs at `gemm_dtype` (any dtype when None), resolved once and cached."""
         dev = device if isinstance(device, Device) else self.device(device)
-        if dev.id not in self._targets or self._targets[dev.id].device != dev:
-            self._targets[dev.id] = Target(dev, self.efficiency(dev), self.power, self.defaults, self.node_size(dev),
-                                           self.catalog)
-        return self._targets[dev.id]
+        key = (dev.id, tuple(tiers), gemm_dtype)
+        if key not in self._targets or self._targets[key].device != dev:
+            eff = self.efficiency(dev, tiers)
+            # a published table names its dtypes: GEMMs at another dtype were never timed there (a
+            # measured profile keeps its fp32 curve for them, as calibrate measured what the device runs)
+            if gemm_dtype and getattr(getattr(eff, "profile", None), "tier", "") == "published" \
+                    and not eff.measures(gemm_dtype):
+                eff = eff.fallback
+            self._targets[key] = Target(dev, eff, self.power, self.defaults, self.node_size(dev), self.catalog)
+        return self._targets[key]
 
 
 @lru_cache(maxsize=1)
@@ -97,4 +110,4 @@ def default_context() -> Context:
     catalog = load_catalog(root)
     profiles = load_profiles(str(Path(root) / "calibration") if root else None)
     defaults = load_defaults(str(Path(root) / "efficiency" / "defaults.json") if root else None)
-    return Context(catalog, defaults, PowerModel.from_catalog(catalog), dict(profiles))
+    return Context(catalog, defaults, PowerModel.from_catalog(catalog), profiles)

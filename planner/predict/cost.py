@@ -1,8 +1,10 @@
 """Cost: $/h of a deployment in the cloud or on-prem, and $ per unit of work.
 
 Cloud: instances = ceil(devices / devices per instance); $/h = instances x the instance's price
-for the pricing asked (on_demand, spot, or committed_1y/_3y: on-demand less a sourced discount).
-Without --instance, the cheapest catalog instance with the device is taken.
+for the pricing asked (PRICINGS: on_demand, spot, reserved_1y/_3y, savings_plan_1y/_3y, or
+committed_1y/_3y, given by a row or derived as on-demand less a sourced discount), dated by that
+price's own row. Without --instance, the cheapest catalog instance with the device is taken.
+A price more than 12 months old is stale (`CostBasis.stale`, planner.hardware.catalog.is_stale).
 
 On-prem TCO per hour of a server (Barroso et al., The Datacenter as a Computer, ch. 6):
     capex / (lifetime_years x 8766 h)
@@ -16,15 +18,15 @@ per hour) / u + energy per useful hour.
 
 from __future__ import annotations
 
+import datetime
 import math
 from dataclasses import dataclass
 
 from planner.errors import ConfigError
-from planner.hardware.catalog import Catalog, Device, Instance, Server, Site
+from planner.hardware.catalog import PRICINGS, Catalog, Device, Instance, Server, Site, is_stale
 
 HOURS_PER_YEAR = 8766.0
 HOURS_PER_MONTH = 730.5
-PRICINGS = ("on_demand", "spot", "committed_1y", "committed_3y")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +42,7 @@ class CostBasis:
     units: int
     """Instances or servers."""
     price_date: str
-    """Date of the price or capex figure."""
+    """Date of the price used (the pricing's own row) or of the capex figure (YYYY-MM[-DD])."""
     rows: tuple[str, ...]
     """Catalog rows used, as "file:key"."""
     capex_usd: float = 0.0
@@ -55,6 +57,10 @@ class CostBasis:
     """Power usage effectiveness of the facility; None where not sourced (cloud)."""
     carbon_kg_per_kwh: float | None = None
     """Grid intensity of an on-prem site (cloud: looked up by `region`)."""
+
+    def stale(self, today: datetime.date | None = None) -> bool:
+        """Whether the price or capex figure is more than 12 months old on `today` (default: the run date)."""
+        return is_stale(self.price_date, today)
 
 
 def cheapest_instance(catalog: Catalog, device: Device, pricing: str = "on_demand", devices: int = 1,
@@ -79,7 +85,7 @@ def cloud_cost(instance: Instance, devices: int, pricing: str = "on_demand") -> 
                           f"{', '.join(sorted(instance.price_usd_per_h))}")
     units = math.ceil(devices / instance.device_count)
     return CostBasis(units * instance.price_usd_per_h[pricing], "cloud", f"{units} x {instance.key} {pricing}", units,
-                     instance.price_date, (f"instances.csv:{instance.key}",),
+                     instance.price_dates[pricing], (f"instances.csv:{instance.key}",),
                      region=f"{instance.provider}:{instance.region}".lower())
 
 

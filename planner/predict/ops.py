@@ -16,7 +16,7 @@ from planner.files import finite
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import Defaults
 from planner.predict.context import Context, default_context
-from planner.predict.parallel import COLLECTIVES, bus_bytes_per_s, collective_time_s
+from planner.predict.parallel import COLLECTIVES, bus_bytes_per_s, collective_estimate
 from planner.predict.roofline import op_time
 from planner.units import band, json_safe
 from planner.workload.capture import OpRecord, TensorMeta
@@ -47,12 +47,14 @@ class OpPrediction:
     tier: str
     band_fraction: float
     bound: str
+    source: str = ""
+    """Where the tier's efficiencies come from (a profile's provenance), one line."""
 
     def as_dict(self) -> dict:
         lo, hi = band(self.time_s, self.band_fraction)
         return json_safe({"op": self.op, "device": self.device, "time_s": self.time_s, self.rate_key: self.rate,
                           "time_range_s": [lo, hi], "tier": self.tier, "band_fraction": self.band_fraction,
-                          "bound": self.bound})
+                          "bound": self.bound, "source": self.source})
 
 
 def _tensor(shape: tuple[int, ...], dtype: str, col_major: bool = False) -> TensorMeta:
@@ -98,9 +100,11 @@ def predict_op(op: str, device: str, *, m: int | None = None, n: int | None = No
         if None in (m, n, k):
             raise ConfigError("gemm needs --m, --n and --k")
         rec, category, cost = gemm_record(m, n, k, dtype)
+        if hasattr(eff, "covers") and not eff.covers(rec, category):
+            eff = eff.fallback  # a dtype the profile did not measure: the datasheet tier says so
         t = op_time(rec, category, cost, get_dtype(dtype).name, dev, eff)
         return OpPrediction(op, dev.id, t.time_s, cost.flop / t.time_s, "flop_per_s", eff.tier, eff.band_fraction,
-                            t.bound)
+                            t.bound, getattr(eff, "source", ""))
     if nbytes is None:
         raise ConfigError(f"{op} needs --bytes (a positive number)")
     nbytes = finite(nbytes, "--bytes")
@@ -128,9 +132,11 @@ def predict_op(op: str, device: str, *, m: int | None = None, n: int | None = No
             t = steps * alpha + share * nbytes / bw
             return OpPrediction(op, dev.id, t, bus_bytes_per_s(op, nbytes, gpus, t), "bus_bytes_per_s", "measured",
                                 band, "memory")
-        t = collective_time_s(op, nbytes, gpus, dev, ctx.defaults, per_node)
-        return OpPrediction(op, dev.id, t, bus_bytes_per_s(op, nbytes, gpus, t), "bus_bytes_per_s", "datasheet",
-                            ctx.defaults.datasheet_band_fraction, "memory")
+        # published curves of this device where they exist (hardware_specs/collectives), else the formula
+        est = collective_estimate(op, nbytes, gpus, dev, ctx.defaults, per_node)
+        band = est.band_fraction if est.band_fraction is not None else ctx.defaults.datasheet_band_fraction
+        return OpPrediction(op, dev.id, est.time_s, bus_bytes_per_s(op, nbytes, gpus, est.time_s), "bus_bytes_per_s",
+                            est.tier, band, "memory", est.basis)
     raise ConfigError(f"unknown op '{op}'; valid: {', '.join(OPS)}")
 
 

@@ -1,13 +1,22 @@
 """Collectives: what the communication of a parallel layout costs, per link tier.
 
 The layout itself (Parallelism, the sharded config) is planner/workload/parallelism.py.
-Collectives use the alpha-beta model per link tier (nccl-tests definitions):
+Where published measurements of the device exist (hardware_specs/collectives, read by
+planner/predict/collectives.py), a collective's time is read off the measured curve of time against
+message bytes: the same op, GPU count and node count, or the nearest GPU count scaled by the ring
+step factor. An engine with its own all-reduce for small tensor-parallel messages (TensorRT-LLM,
+vLLM, SGLang: hardware_specs/engines `tp_allreduce`) gets that curve where it is faster than NCCL.
+Devices without curves (and ops a device's curves lack) use the alpha-beta model per link tier
+(nccl-tests definitions), labelled as the datasheet tier:
     ring all-reduce        2(n-1)·α + 2(n-1)/n · M / B
     all-gather, reduce-scatter, all-to-all   (n-1)·α + (n-1)/n · M / B
     point-to-point         α + M / B
 with B the per-direction bandwidth per device times an efficiency. A group larger than a node is
 hierarchical: reduce-scatter inside the node, all-reduce of 1/g of the data across nodes over the
-scale-out link, all-gather inside the node.
+scale-out link, all-gather inside the node; the parts inside the node come from the measured curves
+where they exist. A group measured across nodes as a whole (Vidur's two-node DGX A100 runs) reads
+that curve; more nodes than measured add the scale-out formula's difference to the measured curve:
+t(N nodes) = t_measured(2 nodes) + hierarchical(N) - hierarchical(2).
 """
 
 from __future__ import annotations
@@ -18,7 +27,9 @@ from dataclasses import dataclass
 from planner.errors import ConfigError
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import Defaults
+from planner.predict.collectives import DeviceCurves, band_fraction, device_curves
 from planner.workload.device_graph import DeviceGraph
+from planner.workload.engines import engines
 from planner.workload.quant import precision
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "p2p")
@@ -55,39 +66,115 @@ def _flat(kind: str, message_bytes: float, n: int, link: Link) -> float:
     return (n - 1) * link.latency_s + (n - 1) / n * message_bytes / link.bytes_per_s
 
 
+@dataclass(frozen=True, slots=True)
+class CollectiveTime:
+    """A collective's predicted time and what it rests on."""
+
+    time_s: float
+    """Seconds."""
+    tier: str
+    """published (read off, or built from, measured curves of this device) or datasheet (alpha-beta formula)."""
+    basis: str
+    """One line: which curve, source and method, or the formula."""
+    band_fraction: float | None
+    """Held-out p90 |error| of the device's curves when the time was read straight off one measured curve;
+    None otherwise (the caller applies the datasheet band)."""
+
+
 def collective_time_s(kind: str, message_bytes: float, n: int, device: Device, defaults: Defaults,
-                      per_node: int | None = None) -> float:
+                      per_node: int | None = None, engine: str | None = None) -> float:
     """Seconds for one collective of `message_bytes` (the full buffer) over `n` devices.
 
     Devices fill nodes of `per_node` (default: the device's scale-up domain); a group inside one
-    node uses the scale-up link, a larger one is hierarchical over the scale-out link.
+    node uses the scale-up link, a larger one is hierarchical over the scale-out link. `engine`: the
+    engine running the all-reduce (its own all-reduce curve is used where faster than NCCL).
     """
+    return collective_estimate(kind, message_bytes, n, device, defaults, per_node, engine).time_s
+
+
+def collective_estimate(kind: str, message_bytes: float, n: int, device: Device, defaults: Defaults,
+                        per_node: int | None = None, engine: str | None = None) -> CollectiveTime:
+    """collective_time_s with its tier, basis and band (module docstring: curves first, then formulas)."""
     if kind not in COLLECTIVES:
         raise ConfigError(f"unknown collective '{kind}'; valid: {', '.join(COLLECTIVES)}")
-    if n <= 1:
-        return 0.0
+    if n <= 1 or message_bytes <= 0:
+        return CollectiveTime(0.0, "datasheet", "one device or no data: nothing moves", None)
+    curves = device_curves(device.id)
     per_node = per_node or device.devices_per_node
-    up, out = links(device, defaults)
     if n <= per_node:
-        return _flat(kind, message_bytes, n, up)
+        return _inside(kind, message_bytes, n, device, defaults, curves, engine)
+    g, nodes = per_node, math.ceil(n / per_node)
+    measured = curves.find(kind, n, nodes) if curves else None
+    if measured is not None:
+        return CollectiveTime(measured.time_at_s(message_bytes), "published",
+                              f"{device.id} {measured.label()} ({curves.source(measured.source)}), measured across "
+                              "nodes", band_fraction(device.id))
+    _, out = links(device, defaults)
     if out is None:
         raise ConfigError(f"{device.id} has no sourced scale-out bandwidth: a {n}-device group spans nodes of "
                           f"{per_node} and cannot be timed; give the network per device with --scaleout-gbps "
                           "(Gb/s per direction, e.g. 400 for one NDR InfiniBand port per device)")
-    g, nodes = per_node, math.ceil(n / per_node)
     if kind == "p2p":
-        return _flat("p2p", message_bytes, 2, out)
+        return CollectiveTime(_flat("p2p", message_bytes, 2, out), "datasheet",
+                              "point-to-point over the scale-out link (alpha-beta formula)", None)
+    t, inner_tier = _hierarchical(kind, message_bytes, n, g, device, defaults, curves, out)
+    two = curves.find(kind, 2 * g, 2) if curves else None
+    if two is not None and nodes > 2:
+        t2, _ = _hierarchical(kind, message_bytes, 2 * g, g, device, defaults, curves, out)
+        return CollectiveTime(two.time_at_s(message_bytes) + t - t2, "published",
+                              f"{device.id} {two.label()} ({curves.source(two.source)}) plus the scale-out "
+                              f"formula's difference from 2 to {nodes} nodes", None)
+    basis = ("hierarchical: measured curves inside each node, alpha-beta formula across nodes"
+             if inner_tier == "published" else "hierarchical alpha-beta formula (scale-up and scale-out links)")
+    return CollectiveTime(t, inner_tier, basis, None)
+
+
+def _inside(kind: str, message_bytes: float, n: int, device: Device, defaults: Defaults,
+            curves: DeviceCurves | None, engine: str | None) -> CollectiveTime:
+    """A collective inside one node: the measured curve (or the engine's own all-reduce where faster), else
+    the formula over the scale-up link."""
+    nccl = curves.lookup(kind, message_bytes, n) if curves else None
+    if nccl is None:
+        up, _ = links(device, defaults)
+        best = CollectiveTime(_flat(kind, message_bytes, n, up), "datasheet",
+                              "alpha-beta formula over the scale-up link", None)
+    else:
+        best = CollectiveTime(nccl.time_s, "published", nccl.basis, band_fraction(device.id) if nccl.exact else None)
+    if kind == "allreduce" and curves and engine and _engine_has_custom_allreduce(engine):
+        own = curves.custom_lookup(engine, message_bytes, n)
+        if own is not None and own.time_s < best.time_s:
+            best = CollectiveTime(own.time_s, "published", own.basis,
+                                  band_fraction(device.id) if own.exact else None)
+    return best
+
+
+def _engine_has_custom_allreduce(engine: str) -> bool:
+    """True when hardware_specs/engines says the engine all-reduces with a kernel of its own (not only NCCL)."""
+    e = engines().get(engine)
+    return e is not None and "custom" in e.tp_allreduce.lower()
+
+
+def _hierarchical(kind: str, message_bytes: float, n: int, g: int, device: Device, defaults: Defaults,
+                  curves: DeviceCurves | None, out: Link) -> tuple[float, str]:
+    """(seconds, tier) of a group of n over nodes of g: the parts inside a node from _inside, across
+    nodes over the scale-out link `out`."""
+    nodes = math.ceil(n / g)
+
+    def inside(op: str, nbytes: float) -> CollectiveTime:
+        if g <= 1:
+            return CollectiveTime(0.0, "datasheet", "", None)
+        return _inside(op, nbytes, g, device, defaults, curves, None)
+
     if kind == "alltoall":
         # each device sends (n-1)/n of its buffer; the share bound for other nodes crosses scale-out
-        inside = _flat("alltoall", message_bytes * g / n, g, up)
+        part = inside("alltoall", message_bytes * g / n)
         across = (nodes - 1) * out.latency_s + message_bytes * (n - g) / n / out.bytes_per_s
-        return inside + across
-    inner_rs = _flat("reducescatter", message_bytes, g, up)
-    inner_ag = _flat("allgather", message_bytes, g, up)
+        return part.time_s + across, part.tier
+    parts = [inside("reducescatter", message_bytes)] if kind in ("allreduce", "reducescatter") else []
+    parts += [inside("allgather", message_bytes)] if kind in ("allreduce", "allgather") else []
     cross = _flat(kind, message_bytes / g, nodes, out)
-    if kind == "allreduce":
-        return inner_rs + cross + inner_ag
-    return cross + (inner_ag if kind == "allgather" else inner_rs)
+    tier = "published" if any(p.tier == "published" for p in parts) else "datasheet"
+    return cross + sum(p.time_s for p in parts), tier
 
 
 def bus_bytes_per_s(kind: str, message_bytes: float, n: int, time_s: float) -> float:
@@ -124,7 +211,8 @@ def layer_comm_s(dg: DeviceGraph, stage: int, tokens: int, device: Device, defau
     if par.tp > 1:
         per_layer = 1 if cfg.parallel_block else 2
         count = layers * per_layer + (1 if stage == 0 else 0)
-        total += count * collective_time_s("allreduce", message, par.tp, device, defaults, node)
+        total += count * collective_time_s("allreduce", message, par.tp, device, defaults, node,
+                                           engine=dg.workload.engine)
     if par.ep > 1 and cfg.num_experts:
         routed = message * cfg.experts_per_token
         per_node = max(1, node // par.pp)

@@ -50,6 +50,9 @@ class Prediction:
     notes: tuple[str, ...] = field(default=())
     engine: str = "eager"
     """The execution engine predicted (hardware_specs/engines)."""
+    power_model: str = ""
+    """Which power model drew the energy: measured curve of a device, transferred from one, or datasheet
+    fractions (planner/predict/energy.py, PowerModel.source)."""
 
     @property
     def fits(self) -> bool:
@@ -68,7 +71,7 @@ class Prediction:
                "ep": self.parallelism.ep, "zero": self.parallelism.zero, "tier": self.tier,
                "band_fraction": self.band_fraction, "fits": self.fits,
                "memory_bytes_per_gpu": self.memory.total_bytes, "memory": self.memory.as_dict(),
-               "energy_j": self.energy_j,
+               "energy_j": self.energy_j, "power_model": self.power_model,
                "cost_usd_per_h": self.cost.usd_per_h if self.cost else None,
                "cost_basis": self.cost.what if self.cost else None,
                "price_date": self.cost.price_date if self.cost else None}
@@ -113,11 +116,20 @@ def _footprint(target: Target, basis, metrics: dict, energy_j: float, per: str, 
     if basis is None or energy_j != energy_j:
         return
     pue = basis.pue
-    if pue is None:
-        pue = 1.0
-        notes.append("cloud facility overhead (PUE) is not in the catalog: kWh and carbon count device energy only")
+    if pue is None:  # cloud: the provider's fleet PUE (hardware_specs/energy/cloud_pue.csv), else its default row
+        provider = (basis.region or "").split(":")[0]
+        row = target.power.cloud_pue(provider)
+        if row is None:
+            pue = 1.0
+            notes.append("cloud facility overhead (PUE) is not in the catalog: kWh and carbon count device energy only")
+        else:
+            pue = row.pue
+            whose = f"{provider}'s fleet PUE" if row.provider == provider else \
+                f"the default PUE of a provider without a row ({provider})"
+            notes.append(f"kWh and carbon include {whose}, {pue:g} (hardware_specs/energy/cloud_pue.csv, {row.date})")
     kwh = facility_kwh(energy_j * scale, pue)
     metrics[f"kwh_per_{per}"] = kwh
+    metrics["pue"] = pue
     intensity = basis.carbon_kg_per_kwh
     if intensity is None and basis.region:
         intensity = target.catalog.carbon_kg_per_kwh.get(basis.region)
@@ -133,7 +145,7 @@ def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: s
                     engine: str = "eager") -> Prediction:
     """Assemble a Prediction: energy footprint per job, notes on what is missing, tier and rows used."""
     device, eff = target.device, target.efficiency
-    notes = []
+    notes = [f"tier {eff.tier}: {eff.source}"] if getattr(eff, "source", "") else []
     if "j_per_output_token" in metrics:
         _footprint(target, basis, metrics, metrics["j_per_output_token"], "million_output_tokens", 1e6, notes)
     elif "j_per_sample" in metrics:
@@ -152,4 +164,5 @@ def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: s
         notes.append(f"does not fit: {memory.total_bytes / 1e9:.1f} GB needed per device, "
                      f"{memory.capacity_bytes / 1e9:.1f} GB usable; short by {memory.shortfall_bytes / 1e9:.1f} GB")
     return Prediction(model.name, device.id, par.devices, mode, dtype, par, eff.tier, eff.band_fraction, memory,
-                      energy_j, basis, metrics, (f"devices.csv:{device.id} ({device.date})",), tuple(notes), engine)
+                      energy_j, basis, metrics, (f"devices.csv:{device.id} ({device.date})",), tuple(notes), engine,
+                      target.power.source(device).label)

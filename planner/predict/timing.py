@@ -84,7 +84,7 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
         t = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
         if t.bound == "none":
             continue
-        e = power.op_energy_j(t, device)
+        e = power.op_energy_j(t, device, op.cost)
         time += t.time_s * op.count
         energy += e * op.count
         flop += op.cost.flop * op.count

@@ -29,6 +29,9 @@ GRAPH_MODES = ("none", "decode", "all")
 MAX_HOST_LAUNCH_S = 1e-3
 
 
+PROFILE_TIERS = ("published", "measured")
+
+
 @dataclass(frozen=True, slots=True)
 class Engine:
     """One execution engine, loaded from hardware_specs/engines/<name>.json."""
@@ -53,6 +56,9 @@ class Engine:
     tp_allreduce: str
     dtypes: tuple[str, ...]
     recipes: tuple[str, ...]
+    profile_tiers: tuple[str, ...]
+    """Calibration tiers whose kernels this engine runs ("published": serving-stack tables; "measured":
+    planner calibrate through PyTorch); a device with neither is transferred or datasheet."""
     sources: tuple[tuple[str, str], ...]
     """(fact, source) for every fact above."""
 
@@ -126,6 +132,8 @@ def parse_engine(data, where: str) -> Engine:
     sources.append(("dtypes", source))
     recipes, source = _fact(data, "quant", "recipes", where)
     sources.append(("quantization", source))
+    tiers, source = _fact(data, "profiles", "tiers", where)
+    sources.append(("calibration profiles", source))
     return Engine(
         name=data["name"], title=data["title"], description=data["description"],
         modes=_strings(data.get("modes"), f"{where}: modes", MODES),
@@ -135,7 +143,7 @@ def parse_engine(data, where: str) -> Engine:
         fusions=tuple(fusions), cuda_graphs=replays, host_launch_s=float(launch),
         attention=str(attention), tp_allreduce=str(allreduce),
         dtypes=_strings(dtypes, f"{where}: dtypes.values"), recipes=tuple(recipes) if isinstance(recipes, list) else (),
-        sources=tuple(sources))
+        profile_tiers=_strings(tiers, f"{where}: profiles.tiers", PROFILE_TIERS), sources=tuple(sources))
 
 
 @functools.lru_cache(maxsize=4)

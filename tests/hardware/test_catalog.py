@@ -89,10 +89,12 @@ def test_unknown_device_suggests_close_matches(cat):
 def test_instances(cat):
     p5 = cat.instance("P5.48xlarge")
     assert (p5.key, p5.device_id, p5.device_count) == ("aws:p5.48xlarge:us-east-1", "h100-sxm", 8)
-    assert p5.price_usd_per_h == {"on_demand": 98.32, "spot": 21.0}
+    # 2026-10-10 on demand: 8 x 6.88 USD per GPU-hour = 55.04; spot: the low end over AZs (undated v8 snapshot)
+    assert p5.price_usd_per_h == {"on_demand": 55.04, "spot": 17.6289}
     assert p5.ram_bytes == 2048 * 2**30
-    assert p5.price_date == "2024-12" and p5.confidence == "medium"  # lowest of the on-demand and spot rows
-    assert cat.instance("p5.48xlarge", region="us-west-1").price_usd_per_h == {"on_demand": 122.9}
+    assert p5.price_dates == {"on_demand": "2026-10-10", "spot": "2025-06"}
+    assert p5.price_date == "2025-06" and p5.confidence == "medium"  # oldest date, lowest confidence of the rows
+    assert cat.instance("p5.48xlarge", region="us-west-1").price_usd_per_h == {"on_demand": 68.8}  # 8 x 8.60
     assert cat.instance("aws:p5.48xlarge:us-west-1").region == "us-west-1"
     with pytest.raises(UnknownNameError):
         cat.instance("p9.48xlarge")
@@ -100,8 +102,10 @@ def test_instances(cat):
         cat.instance("p5.48xlarge", region="mars-1")
     assert "aws:p5.48xlarge:us-east-1" in {i.key for i in cat.instances_for("H100")}
     for inst in cat.instances:
-        assert inst.price_usd_per_h.get("spot", 0) <= inst.price_usd_per_h["on_demand"]
-        assert inst.device_id in cat.devices and inst.price_date
+        on_demand = inst.price_usd_per_h.get("on_demand", float("inf"))  # GCP a4 (B200) is sold spot only
+        assert all(price <= on_demand for price in inst.price_usd_per_h.values())
+        assert inst.device_id in cat.devices and inst.price_date == min(inst.price_dates.values())
+        assert set(inst.price_dates) == set(inst.price_usd_per_h)
     providers = {i.provider for i in cat.instances}
     assert {"aws", "gcp", "azure"} <= providers and len(providers - {"aws", "gcp", "azure"}) >= 2
 
@@ -160,7 +164,7 @@ P5_SPOT = {"instance": "p5.48xlarge", "region": "us-east-1", "pricing": "spot"}
     ("devices.csv", H100, "date", "2026"),
     ("devices.csv", H100, "kind", "fpga"),
     ("devices.csv", {"id": "h200-sxm"}, "aliases", "H200;H100"),  # alias collides with h100-sxm (listed earlier)
-    ("instances.csv", P5_SPOT, "price_usd_per_h", "200"),  # spot > on-demand (98.32)
+    ("instances.csv", P5_SPOT, "price_usd_per_h", "200"),  # spot > on-demand (55.04)
     ("instances.csv", P5_SPOT, "device", "h900"),  # unknown device
     ("instances.csv", P5_SPOT, "device_count", "0"),
     ("instances.csv", P5_SPOT, "pricing", "on_demand"),  # two on-demand prices for one instance and region
@@ -194,5 +198,6 @@ def test_committed_prices_derive_from_discounts(copy):
         csv.writer(f, lineterminator="\n").writerow(
             ["aws", "committed_1y", "0.3", "12", "2026-01", "test fixture", "low", ""])
     p5 = load_catalog(copy).instance("p5.48xlarge")
-    assert p5.price_usd_per_h["committed_1y"] == pytest.approx(98.32 * 0.7)  # 30% off on-demand
+    assert p5.price_usd_per_h["committed_1y"] == pytest.approx(55.04 * 0.7)  # 30% off on-demand (8 x 6.88)
+    assert p5.price_dates["committed_1y"] == "2026-01"  # the older of the discount (2026-01) and on-demand (2026-10-10)
     assert "committed_3y" not in p5.price_usd_per_h

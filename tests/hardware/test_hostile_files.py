@@ -226,7 +226,8 @@ def test_cli_on_a_damaged_catalog_exits_2_with_one_line(cli_specs, capsys, damag
 
 # ------------------------------------------------------------------ calibration profiles
 
-COMMITTED = sorted(PROFILE_ROOT.glob("*/profile.json"))[0]
+# the committed profile `planner calibrate` measured (the published ones have no launch measurement)
+COMMITTED = next(p for p in sorted(PROFILE_ROOT.glob("*/profile.json")) if '"tier":"published"' not in p.read_text()[:200])
 RAW = json.loads(COMMITTED.read_text())
 GEMM = next(i for i, m in enumerate(RAW["measurements"]) if m["kind"] == "gemm")
 LAUNCH = next(i for i, m in enumerate(RAW["measurements"]) if m["kind"] == "launch")
@@ -272,7 +273,7 @@ def test_a_bad_profile_is_one_line_naming_file_and_measurement(tmp_path, text, e
     path = tmp_path / "calibration" / "cpu-x" / "profile.json"
     path.parent.mkdir(parents=True)
     path.write_text(text)
-    for load in (lambda: read_profile(path), lambda: load_profiles(str(tmp_path / "calibration"))):
+    for load in (lambda: read_profile(path), lambda: load_profiles(str(tmp_path / "calibration"))["cpu-x"]):
         with pytest.raises(ConfigError) as info:  # never ZeroDivisionError, RecursionError, ValueError, KeyError
             load()
         message = str(info.value)
@@ -286,17 +287,18 @@ def test_a_non_utf8_profile_names_the_byte(tmp_path):
         read_profile(path)
 
 
-def test_a_bad_profile_is_refused_not_skipped(tmp_path):
-    # a skipped profile would silently change the transferred tier of every device of its kind: refuse the folder
+def test_a_bad_profile_is_refused_where_it_is_used_not_skipped(tmp_path):
+    # profiles are read when first used (a command needs one or two of them): a bad one is refused then,
+    # by its own device or as the neighbour a transfer would be fitted on, never silently skipped
     good, bad = tmp_path / "cpu-good" / "profile.json", tmp_path / "cpu-bad" / "profile.json"
     for path in (good, bad):
         path.parent.mkdir()
     good.write_text(json.dumps(_small(RAW)))
     bad.write_text(json.dumps({**_small(RAW), "schema": 99}))
+    index = load_profiles(str(tmp_path))
+    assert sorted(index) == ["cpu-bad", "cpu-good"] and index["cpu-good"].device_id == RAW["device_id"]
     with pytest.raises(ConfigError, match="cpu-bad"):
-        load_profiles(str(tmp_path))
-    bad.unlink()
-    assert list(load_profiles(str(tmp_path))) == ["cpu-good"]
+        index["cpu-bad"]
 
 
 def test_a_launch_time_of_zero_loads_and_predicts_finite_times(tmp_path):
@@ -317,13 +319,13 @@ def test_a_launch_time_of_zero_loads_and_predicts_finite_times(tmp_path):
         assert math.isfinite(time_s) and time_s > 0
 
 
-def test_cli_refuses_a_damaged_profile_in_the_pointed_catalog(cli_specs, capsys):
-    # the profile of a CPU that is not the one predicted is still read (it may be a neighbour): refused, exit 2
-    path = cli_specs / "calibration" / "cpu-x" / "profile.json"
+def test_cli_refuses_a_damaged_profile_of_the_predicted_device(cli_specs, capsys):
+    # the profile the prediction needs (the H100's own) is damaged: refused in one line, exit 2
+    path = cli_specs / "calibration" / "h100-sxm" / "profile.json"
     path.parent.mkdir(parents=True)
     path.write_text(_with(GEMM, "time_s", 0))
     rc, out, err = _cli(capsys, OP)
-    assert rc == 2 and "cpu-x/profile.json" in err and "time_s must be > 0" in err and err.count("\n") == 1
+    assert rc == 2 and "h100-sxm/profile.json" in err and "time_s must be > 0" in err and err.count("\n") == 1
 
 
 # ------------------------------------------------------------------ efficiency defaults

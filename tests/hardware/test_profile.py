@@ -91,11 +91,12 @@ def test_op_predictions_on_unprofiled_devices_carry_a_wider_band():
     own = predict_op("gemm", "h100-sxm", m=2048, n=2048, k=2048, dtype="bf16", ctx=ctx)
     near = predict_op("gemm", "h200-sxm", m=2048, n=2048, k=2048, dtype="bf16", ctx=ctx)
     far = predict_op("gemm", "mi300x", m=2048, n=2048, k=2048, dtype="bf16", ctx=ctx)
-    assert (own.tier, near.tier, far.tier) == ("measured", "transferred", "transferred")
-    assert own.band_fraction < near.band_fraction
+    # a transfer crosses no architecture: an MI300X is not predicted from a Hopper profile
+    assert (own.tier, near.tier, far.tier) == ("measured", "transferred", "datasheet")
+    assert own.band_fraction < near.band_fraction <= far.band_fraction
 
 
-def test_committed_profiles_load_and_predict_in_the_measured_tier():
+def test_committed_profiles_load_and_predict_in_their_own_tier():
     profiles = load_profiles()
     assert profiles, "a calibration profile is committed under hardware_specs/calibration/"
     ctx = default_context()
@@ -103,8 +104,13 @@ def test_committed_profiles_load_and_predict_in_the_measured_tier():
         device = profile_device(profile)
         assert device is not None and device.mem_bytes_per_s > 0
         eff = efficiency_for(device, ctx.defaults, ctx.profiles, DatasheetEfficiency(ctx.defaults))
-        assert eff.tier == "measured"
-        for key in ("device_name", "properties", "versions", "date", "duration_s"):
-            assert key in profile.raw, (device_id, key)
+        assert eff.tier == profile.tier == profiles.tier_of(device_id)
         assert 0 < eff.band_fraction < 1
-        assert math.isfinite(profile.raw["leave_one_out"]["median_abs_error"])
+        if profile.tier == "measured":
+            for key in ("device_name", "properties", "versions", "date", "duration_s"):
+                assert key in profile.raw, (device_id, key)
+            assert math.isfinite(profile.raw["leave_one_out"]["median_abs_error"])
+        else:  # published: provenance and the held-back band
+            src = profile.raw["source"]
+            assert src["license"] == "Apache-2.0" and len(src["commit"]) == 40 and src["tables"]
+            assert eff.band_fraction == profile.raw["held_out"]["p90_abs_error"]

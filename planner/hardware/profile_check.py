@@ -1,0 +1,160 @@
+"""Checks of a calibration profile's JSON before planner uses it (profile.py reads through these).
+
+A profile is data from a file a user may have edited or been sent: every number must be finite and
+in range, every measurement of a known kind with whole-number shapes, so that a bad file gives a
+one-line ConfigError naming the file and the measurement, never a traceback or a silent NaN."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+
+from planner.errors import ConfigError
+from planner.files import MAX_JSON_DEPTH, finite, json_depth, parse_json
+from planner.hardware.catalog import KINDS
+
+SCHEMA = 1
+"""The profile layout read here (`schema` in profile.json, as planner/calibration/calibrate.py writes it)."""
+# the shape fields of each measured kind (whole numbers >= 1); the other kinds are sized by `bytes`
+SHAPES = {"gemm": ("m", "n", "k"), "bmm": ("b", "m", "n", "k"), "attention": ("bh", "sq", "sk", "d"),
+          "conv": ("n", "cin", "hw", "cout", "ksize", "stride")}
+OVERHEADS = ("launch", "view")
+"""Per-call costs: time_s may be 0 (below the timer's resolution); the others divide by it."""
+SIZED = ("copy", "add", "gelu", "sum", "layer_norm", "softmax", "batch_norm", "maxpool", "h2d")
+_MAX_COUNT = 2**53  # a shape stays exact as a float (wave counts divide it)
+
+
+def parse(text: str, where: str):
+    """The JSON of a profile through files.parse_json. A NaN or Infinity it refuses is then located, so
+    the message names the measurement (measurements[5].time_s) rather than only the file."""
+    try:
+        return parse_json(text, where)
+    except ConfigError as refused:
+        if json_depth(text) > MAX_JSON_DEPTH:
+            raise
+        try:  # the nesting is bounded: parse again keeping the constants, only to name where they are
+            _not_finite(json.loads(text, parse_constant=float), where, "")
+        except ValueError:
+            pass
+        raise refused from None
+
+
+def check_profile(raw, where: str) -> None:
+    """Refuse a profile planner cannot use; return None when it is sound. ConfigError names `where` and the
+    key (measurements[i] for a measurement). Checked: `schema` is SCHEMA; device_id, device_name, date
+    (an ISO day first) and kind (a catalog kind) are set; every number is finite (1e400 parses to
+    infinity); ceilings are rates > 0 and overheads >= 0; each measurement has a known
+    kind, time_s > 0 (>= 0 for the per-call launch and view costs), flop and bytes >= 0 (bytes > 0 for
+    kinds sized by bytes) and whole-number shapes >= 1; the properties a CPU Device is built from, the
+    leave-one-out band and the collective fits have the types and signs they are used with."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: a JSON object expected, got {type(raw).__name__}")
+    if raw.get("schema") != SCHEMA or isinstance(raw.get("schema"), bool):
+        raise ConfigError(f"{where}: unknown schema {_show(raw.get('schema'))}; this planner reads schema {SCHEMA} "
+                          "(run `planner calibrate` again)")
+    _not_finite(raw, where, "")
+    for key in ("device_id", "device_name", "date", "kind"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise ConfigError(f"{where}: '{key}' must be a non-empty string, got {_show(raw.get(key))}")
+    if raw.get("tier", "measured") not in ("measured", "published"):
+        raise ConfigError(f"{where}: tier {_show(raw.get('tier'))} is not one of measured, published")
+    if raw["kind"] not in KINDS:
+        raise ConfigError(f"{where}: kind {_show(raw['kind'])} is not one of {', '.join(KINDS)}")
+    try:
+        datetime.date.fromisoformat(raw["date"][:10])
+    except ValueError:
+        raise ConfigError(f"{where}: date {_show(raw['date'])} does not start with a day YYYY-MM-DD") from None
+    ceilings = _object(raw, "ceilings", where, required=True)
+    for key, value in ceilings.items():
+        _number(value, f"{where}: ceilings.{key}", positive=key.endswith("_per_s"))
+    props = _object(raw, "properties", where)
+    if props.get("memory_bytes") is not None:
+        _number(props["memory_bytes"], f"{where}: properties.memory_bytes", positive=True)
+    if props.get("logical_cpus") is not None:
+        _count(props["logical_cpus"], f"{where}: properties.logical_cpus")
+    measurements = raw.get("measurements")
+    if not isinstance(measurements, list):
+        raise ConfigError(f"{where}: 'measurements' must be a list, got {_show(measurements)}")
+    for i, m in enumerate(measurements):
+        _check_measurement(m, f"{where}: measurements[{i}]")
+    loo = _object(raw, "leave_one_out", where)
+    for what, stats in (("leave_one_out", loo), ("leave_one_out.interior", _object(loo, "interior", where))):
+        if stats.get("p90_abs_error") is not None:  # null: a group with no points (calibrate writes NaN as null)
+            _number(stats["p90_abs_error"], f"{where}: {what}.p90_abs_error")
+    held = _object(raw, "held_out", where)
+    if held.get("p90_abs_error") is not None:
+        _number(held["p90_abs_error"], f"{where}: held_out.p90_abs_error")
+    collectives = raw.get("collectives")
+    if isinstance(collectives, dict):  # a string says why none was measured
+        for op, fit in _object(collectives, "fit", where).items():
+            if not isinstance(fit, dict):
+                raise ConfigError(f"{where}: collectives.fit.{op} must be an object, got {_show(fit)}")
+            _count(fit.get("ranks"), f"{where}: collectives.fit.{op}.ranks")
+            for key, positive in (("latency_s", False), ("bytes_per_s", True), ("median_abs_error", False)):
+                _number(fit.get(key), f"{where}: collectives.fit.{op}.{key}", positive)
+
+
+def _check_measurement(m, where: str) -> None:
+    if not isinstance(m, dict):
+        raise ConfigError(f"{where}: a JSON object expected, got {_show(m)}")
+    kind = m.get("kind")
+    if kind not in (*SHAPES, *OVERHEADS, *SIZED):
+        raise ConfigError(f"{where}: unknown kind {_show(kind)}; valid: {', '.join((*SHAPES, *OVERHEADS, *SIZED))}")
+    where = f"{where} ({kind})"
+    _number(m.get("time_s"), f"{where}: time_s", positive=kind not in OVERHEADS)
+    _number(m.get("flop"), f"{where}: flop")
+    _number(m.get("bytes"), f"{where}: bytes", positive=kind in SIZED)
+    for key in SHAPES.get(kind, ()):
+        _count(m.get(key), f"{where}: {key}")
+    # a GEMM's dtype names its model and an attention's causal flag is one of its features: both required
+    for key, kinds, valid in (("dtype", ("gemm",), str), ("layout", (), str), ("warm", (), bool),
+                              ("causal", ("attention",), bool)):
+        if (key in m or kind in kinds) and not isinstance(m.get(key), valid):
+            raise ConfigError(f"{where}: {key} must be {'a string' if valid is str else 'true or false'}, "
+                              f"got {_show(m.get(key))}")
+    if kind == "conv":
+        pad = m.get("pad")
+        if isinstance(pad, bool) or pad != 0:
+            pad = _count(pad, f"{where}: pad")
+        if m["hw"] + 2 * pad < m["ksize"]:
+            raise ConfigError(f"{where}: hw + 2 pad ({m['hw'] + 2 * pad}) is smaller than ksize ({m['ksize']}): "
+                              "no output pixel")
+
+
+def _not_finite(value, where: str, path: str) -> None:
+    """Refuse a number that is not finite anywhere in the profile: parse_json refuses NaN and Infinity,
+    but a literal like 1e400 still parses to infinity."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: {path} must be a finite number, got {value}")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        _not_finite(item, where, f"{path}[{key}]" if isinstance(value, list) else f"{path}.{key}".lstrip("."))
+
+
+def _number(value, what: str, positive: bool = False) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):  # finite() alone takes "0.5"
+        raise ConfigError(f"{what} must be a number, got {_show(value)}")
+    number = finite(value, what)
+    if number < 0 or (positive and number == 0):
+        raise ConfigError(f"{what} must be {'> 0' if positive else '>= 0'}, got {_show(value)}")
+    return number
+
+
+def _count(value, what: str) -> int:
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or not 1 <= value <= _MAX_COUNT:
+        raise ConfigError(f"{what} must be a whole number in [1, 2**53], got {_show(value)}")
+    return int(value)
+
+
+def _object(parent: dict, key: str, where: str, required: bool = False) -> dict:
+    value = parent.get(key, None if required else {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: '{key}' must be an object, got {_show(value)}")
+    return value
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
