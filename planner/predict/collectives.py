@@ -156,7 +156,7 @@ def _read(dc: DeviceCurves, candidates: list[Curve], op: str, message_bytes: flo
     b = curve.message_bytes
     how = ("below the smallest measured size: its time" if message_bytes < b[0] else
            "above the largest measured size: its asymptotic bus bandwidth" if message_bytes > b[-1] else
-           "interpolated in log-log")
+           "a measured point" if message_bytes in b else "interpolated in log-log")
     basis = f"{dc.device} {curve.label()} ({dc.source(curve.source)}), {how}"
     if curve.gpus == gpus:
         return Lookup(t, basis, True)

@@ -102,7 +102,7 @@ class PowerSource:
     """One line for output, e.g. "measured curve of h200-sxm (...)"."""
     curve: PowerCurve | None = None
     scale: float = 1.0
-    """TDP of this device / TDP of the device measured (transferred curves)."""
+    """TDP of this device / the curve's power limit (1 for the device measured at its TDP)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,23 +159,32 @@ class PowerModel:
             return device.idle_w
         return self.idle_fraction_of_tdp * device.tdp_w if device.tdp_w else math.nan
 
-    def source(self, device: Device) -> PowerSource:
-        """The power model `device`'s ops are drawn by: its own measured curve, a measured neighbour's
-        (same vendor and generation, nearest TDP) scaled by TDP, or the datasheet fractions."""
-        if not device.tdp_w:
-            return PowerSource("none", f"not sourced ({device.id} has no TDP in the catalog)")
+    def curve_for(self, device: Device) -> PowerCurve | None:
+        """`device`'s own measured curve, else that of a measured GPU of its vendor and generation
+        (the nearest TDP); None for the datasheet fractions (or without a sourced TDP)."""
+        if not device.tdp_w or not self.curves:
+            return None
         for curve in self.curves:
             if curve.device == device.id:
-                return PowerSource("measured", f"measured curve of {device.id} ({curve.origin}; held-out error "
-                                               f"{curve.heldout_error:.1%})", curve)
+                return curve
         near = [c for c in self.curves if device.kind == "gpu" and c.vendor == device.vendor.lower()
                 and c.generation == device.generation.lower()]
-        if near:
-            curve = min(near, key=lambda c: (abs(math.log(device.tdp_w / c.power_limit_w)), c.device))
-            scale = device.tdp_w / curve.power_limit_w
-            return PowerSource("transferred", f"transferred from {curve.device}: its measured curve x TDP "
-                                              f"{device.tdp_w:g} / {curve.power_limit_w:g} W", curve, scale)
-        return PowerSource("datasheet", "datasheet fractions of TDP (hardware_specs/power_model.csv)")
+        return min(near, key=lambda c: (abs(math.log(device.tdp_w / c.power_limit_w)), c.device)) if near else None
+
+    def source(self, device: Device) -> PowerSource:
+        """The power model `device`'s ops are drawn by: its own measured curve, a measured neighbour's
+        scaled by TDP, or the datasheet fractions; with a label for output."""
+        if not device.tdp_w:
+            return PowerSource("none", f"not sourced ({device.id} has no TDP in the catalog)")
+        curve = self.curve_for(device)
+        if curve is None:
+            return PowerSource("datasheet", "datasheet fractions of TDP (hardware_specs/power_model.csv)")
+        scale = device.tdp_w / curve.power_limit_w
+        if curve.device == device.id:
+            return PowerSource("measured", f"measured curve of {device.id} ({curve.origin}; held-out error "
+                                           f"{curve.heldout_error:.1%})", curve, scale)
+        return PowerSource("transferred", f"transferred from {curve.device}: its measured curve x TDP "
+                                          f"{device.tdp_w:g} / {curve.power_limit_w:g} W", curve, scale)
 
     def power_w(self, t: OpTime, device: Device, cost: OpCost | None = None) -> float:
         """Average power in watts while `device` runs an op timed `t` (NaN without a sourced TDP).
@@ -186,10 +195,10 @@ class PowerModel:
             return math.nan
         if t.time_s <= 0:
             return idle
-        src = self.source(device)
-        if src.curve is not None:
+        curve = self.curve_for(device)
+        if curve is not None:  # a transferred curve is scaled by TDP / the measured device's TDP
             u_c, u_m = utilization(t, device, cost)
-            return src.scale * src.curve.power_w(u_c, u_m)
+            return device.tdp_w / curve.power_limit_w * curve.power_w(u_c, u_m)
         load = self.compute_fraction * t.compute_s / t.time_s + self.memory_fraction * t.memory_s / t.time_s
         return idle + (device.tdp_w - idle) * min(1.0, load)
 

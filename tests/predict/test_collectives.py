@@ -104,6 +104,7 @@ def test_acceptance_16_kib_allreduce_on_8_h100_within_25_percent_of_the_nearest_
     p = predict_op("allreduce", "h100-sxm", nbytes=16384, gpus=8)
     assert abs(p.time_s / measured_s - 1) <= 0.25
     assert p.tier == "published" and 0 < p.band_fraction < 0.4
+    assert "aiconfigurator" in p.source and "measured point" in p.source
 
 
 def test_held_out_median_error_is_at_most_15_percent_per_device():
