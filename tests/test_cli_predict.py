@@ -25,7 +25,7 @@ def _clean(result: subprocess.CompletedProcess) -> None:
 def test_predict_json(capsys):
     assert main(["predict", "llama-2-7b", "--device", "H100", "--batch", "4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["device"] == "h100-sxm" and out["batch"] == 4 and out["tier"] == "datasheet"
+    assert out["device"] == "h100-sxm" and out["batch"] == 4 and out["tier"] == "published"
 
 
 def test_predict_text_ops_and_roofline(tmp_path, capsys):

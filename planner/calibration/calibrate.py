@@ -590,6 +590,17 @@ def refit(path: str | Path, log: Callable[[str], None] | None = None) -> dict:
     log = log or (lambda text: print(text, file=sys.stderr))
     file = Path(path)
     profile = read_profile_json(file)
+    if profile.get("tier") == "published":
+        # converted published data: its band is the held-back report, recomputed the way the import made it
+        from planner.calibration.published import held_out
+
+        try:
+            profile["held_out"] = report = held_out(profile)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            raise ConfigError(f"{file}: a malformed profile ({type(exc).__name__}: {str(exc)[:80]})") from None
+        write_text_atomic(file, json.dumps(json_safe(profile), separators=(",", ":")) + "\n")
+        log(f"refit {file}: held-back median |error| {report['median_abs_error']:.1%}, p90 {report['p90_abs_error']:.1%}")
+        return report
     try:
         profile["ceilings"] = {**(profile.get("ceilings") or {}), **ceilings(profile["measurements"])}
         report = fit_report(profile)

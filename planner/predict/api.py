@@ -32,7 +32,7 @@ MAX_TRAIN_TOKENS = 1e16
 """Largest training run accepted (tokens): 1,000x the 15T tokens of Llama 3."""
 COMPARE_COLUMNS = ("device", "vendor", "gpus", "tp", "engine", "fits", "tier", "batch", "ttft_s", "tpot_s", "latency_s",
                    "throughput", "band_fraction", "usd_per_h", "usd_per_unit", "j_per_unit", "memory_gb_per_gpu",
-                   "instance", "price_date", "note")
+                   "instance", "price_date", "price_stale", "note")
 """Columns of the compare table, present even when every device fails (then only `note` is filled)."""
 PRECISION_KEYS = ("quant", "weights", "activations", "kv_cache")
 """--configs keys that compose the precision (planner/workload/quant.py compose) into `dtype`."""
@@ -383,6 +383,7 @@ def summary_row(p: Prediction) -> dict:
             "usd_per_unit": per_unit if per_unit is not None else math.nan, "j_per_unit": j_per_unit,
             "memory_gb_per_gpu": p.memory.total_bytes / 1e9, "instance": p.cost.what if p.cost else None,
             "price_date": p.cost.price_date if p.cost else None,
+            "price_stale": p.cost.stale() if p.cost else None,
             "note": "; ".join(n for n in p.notes if not n.startswith("engine ")) or None}
 
 

@@ -74,7 +74,8 @@ class Prediction:
                "energy_j": self.energy_j, "power_model": self.power_model,
                "cost_usd_per_h": self.cost.usd_per_h if self.cost else None,
                "cost_basis": self.cost.what if self.cost else None,
-               "price_date": self.cost.price_date if self.cost else None}
+               "price_date": self.cost.price_date if self.cost else None,
+               "price_stale": self.cost.stale() if self.cost else None}
         out.update(self.metrics)
         for key in ("ttft_s", "tpot_s", "latency_s", "step_time_s"):
             if key in self.metrics:

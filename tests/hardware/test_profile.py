@@ -113,4 +113,8 @@ def test_committed_profiles_load_and_predict_in_their_own_tier():
         else:  # published: provenance and the held-back band
             src = profile.raw["source"]
             assert src["license"] == "Apache-2.0" and len(src["commit"]) == 40 and src["tables"]
-            assert eff.band_fraction == profile.raw["held_out"]["p90_abs_error"]
+            # the held-back p90; the datasheet band where the profile lacks GEMM, attention or memory curves
+            kinds = profile.raw["held_out"]["by_kind"]
+            full = all(any(k.startswith(f) for k in kinds) for f in ("gemm", "attention", "memory"))
+            assert eff.band_fraction == (profile.raw["held_out"]["p90_abs_error"] if full else
+                                         max(profile.raw["held_out"]["p90_abs_error"], ctx.defaults.datasheet_band_fraction))
