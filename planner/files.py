@@ -13,6 +13,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -82,24 +83,21 @@ def _short(path: Path) -> str:
     return text if len(text) <= 200 else text[:100] + "..." + text[-60:]
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
 def json_depth(text: str) -> int:
-    """Deepest nesting of [ and { in JSON text, strings skipped (a linear scan, no recursion)."""
+    """Deepest nesting of [ and { in JSON text, strings skipped (no recursion). Strings are cut out and
+    everything but brackets dropped by regular expressions, so the loop runs over brackets only. An
+    unterminated string's brackets count: the text is refused either way."""
     depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
+    for ch in _NOT_BRACKET.sub("", _STRING.sub("", text)):
+        if ch in "[{":
             depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
+            if depth > deepest:
+                deepest = depth
+        else:
             depth -= 1
     return deepest
 

@@ -215,6 +215,9 @@ class _IDW:
         return float((w * self.y[idx]).sum() / w.sum())
 
 
+_LAZY = object()
+
+
 class _Interpolator:
     """log η against log-shape features.
 
@@ -233,10 +236,8 @@ class _Interpolator:
             self.x1, self.y1 = x[order, 0], y[order]
             return
         if linear and len(y) > self.dims + 1:
-            try:
-                self.linear = LinearNDInterpolator(x, y)
-            except Exception:  # degenerate (coplanar) points: IDW alone
-                self.linear = None
+            self._points = (x, y)  # the Delaunay mesh is built on first use: a full grid never needs it
+            self.linear = _LAZY
             axes = [np.unique(x[:, d]) for d in range(self.dims)]
             if all(len(a) >= 2 for a in axes) and math.prod(len(a) for a in axes) <= 4 * len(y):
                 self.grid = self._grid(x, y, axes)
@@ -253,6 +254,11 @@ class _Interpolator:
         return RegularGridInterpolator(axes, values, method="linear")
 
     def _scattered(self, point: np.ndarray) -> float:
+        if self.linear is _LAZY:
+            try:
+                self.linear = LinearNDInterpolator(*self._points)
+            except Exception:  # degenerate (coplanar) points: IDW alone
+                self.linear = None
         if self.linear is not None:
             value = float(self.linear(point.reshape(1, -1))[0])
             if not math.isnan(value):

@@ -53,7 +53,12 @@ def check_profile(raw, where: str) -> None:
     if raw.get("schema") != SCHEMA or isinstance(raw.get("schema"), bool):
         raise ConfigError(f"{where}: unknown schema {_show(raw.get('schema'))}; this planner reads schema {SCHEMA} "
                           "(run `planner calibrate` again)")
-    _not_finite(raw, where, "")
+    try:  # C speed for the common case; the walk below only locates a number that is not finite
+        json.dumps(raw, allow_nan=False)
+    except ValueError:
+        _not_finite(raw, where, "")
+    except TypeError:  # not JSON data at all (an in-memory object): walk it
+        _not_finite(raw, where, "")
     for key in ("device_id", "device_name", "date", "kind"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise ConfigError(f"{where}: '{key}' must be a non-empty string, got {_show(raw.get(key))}")
