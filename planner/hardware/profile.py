@@ -555,8 +555,7 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Pr
     kind_defaults = defaults.kinds.get(device.kind) or defaults.kinds["gpu"]
     if own is not None:
         ref = profile_device(own)
-        return ProfileEfficiency(ProfileModel(kind_defaults).fit(own, ref), own, own.tier, _own_band(own, defaults),
-                                 fallback)
+        return ProfileEfficiency(_fitted(own, ref, kind_defaults), own, own.tier, _own_band(own, defaults), fallback)
     if device.kind == "cpu":
         return fallback
     candidates = []
@@ -576,8 +575,22 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Pr
     # profiled device is predicted from another of its generation (hardware_specs/calibration/
     # transfer.json); never wider than the datasheet band
     band = min(defaults.datasheet_band_fraction, _band(profile) + transfer_error(profile.path))
-    model = ProfileModel(kind_defaults).fit(profile, ref)
-    return ProfileEfficiency(model, profile, "transferred", band, fallback, clock)
+    return ProfileEfficiency(_fitted(profile, ref, kind_defaults), profile, "transferred", band, fallback, clock)
+
+
+_FITTED: dict[int, tuple[Profile, Device, KindDefaults, ProfileModel]] = {}
+
+
+def _fitted(profile: Profile, ref: Device, kind_defaults: KindDefaults) -> ProfileModel:
+    """The model fitted to `profile` on its device, fitted once: a profile's own device and every
+    neighbour transferred from it share it (fitting a published profile takes a few tenths of a second).
+    Keyed by the profile object, which the entry keeps alive so its id is not reused."""
+    entry = _FITTED.get(id(profile))
+    if entry is None or entry[0] is not profile or entry[1] != ref or entry[2] is not kind_defaults:
+        if len(_FITTED) >= 32:
+            _FITTED.clear()
+        entry = _FITTED[id(profile)] = (profile, ref, kind_defaults, ProfileModel(kind_defaults).fit(profile, ref))
+    return entry[3]
 
 
 def transfer_error(profile_path: str) -> float:
