@@ -208,7 +208,8 @@ class _IDW:
 
     def __call__(self, q: np.ndarray) -> float:
         d = np.sqrt(((self.x - q / self.scale) ** 2).sum(axis=1))
-        idx = np.argsort(d)[: self.k]
+        near = np.argpartition(d, self.k - 1)[: self.k] if len(d) > self.k else np.arange(len(d))
+        idx = near[np.argsort(d[near])]
         if d[idx[0]] < 1e-9:
             return float(self.y[idx[0]])
         w = 1.0 / d[idx] ** 2
@@ -297,6 +298,7 @@ class ProfileModel:
             xs, ys = groups.setdefault(key, ([], []))
             xs.append(feats)
             ys.append(math.log(eta))
+        self.memo_ = {}
         self.models_ = {key: _Interpolator(np.asarray(xs, dtype=float), np.asarray(ys), key.startswith("gemm"))
                         for key, (xs, ys) in groups.items() if len(ys) >= 2}
         return self
@@ -316,13 +318,21 @@ class ProfileModel:
         return eta if eta > 0 else None
 
     def predict_eta(self, key: str, feats: tuple[float, ...], shape, device: Device) -> float | None:
-        """η for an op of model `key` with `feats` on `device` (None if the profile lacks the kind)."""
+        """η for an op of model `key` with `feats` on `device` (None if the profile lacks the kind).
+        Memoized: a graph's ops repeat across layers, batches and predictions."""
+        memo = self.__dict__.setdefault("memo_", {})
+        slot = (key, feats, shape, device.id, device.compute_units, device.kind)
+        if slot in memo:
+            return memo[slot]
         model = self.models_.get(key)
         if model is None:
             return None
         eta = math.exp(model(feats))
         if shape is not None and device.kind == "gpu":
             eta *= wave_efficiency(_wave_shape(key, shape), self.kind_defaults, device)
+        if len(memo) > 100_000:
+            memo.clear()
+        memo[slot] = eta
         return eta
 
 
