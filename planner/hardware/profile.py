@@ -284,23 +284,39 @@ class ProfileModel:
 
     def fit(self, profile: Profile, device: Device, exclude: int | None = None) -> ProfileModel:
         """Fit per-kind interpolators of log η; `exclude` leaves one measurement out (for LOO)."""
+        # per model key: features, and the columns η is computed from at once (numpy, not per point)
         groups: dict[str, tuple[list, list]] = {}
         self.device_ = device
         self.launch_s_ = profile.ceilings.get("launch_overhead_s", 0.0)
         self.view_s_ = profile.ceilings.get("view_overhead_s", 0.0)
+        peaks: dict[tuple[bool, str], float | None] = {}
         for i, m in enumerate(profile.measurements):
             if i == exclude or m["kind"] in ("launch", "view", "h2d"):
                 continue
-            eta = self.efficiency_of(m, device)
-            if eta is None:
+            key, feats, shape = _features(m)
+            dtype = m.get("dtype", "fp32")
+            matrix = key.startswith(("gemm", "bmm", "attention", "conv"))
+            if (matrix, dtype) not in peaks:
+                peaks[matrix, dtype] = _dtype_peak(device, dtype) if matrix else _vector_peak(device, dtype)
+            peak = peaks[matrix, dtype]
+            if not peak:
                 continue
-            key, feats, _ = _features(m)
-            xs, ys = groups.setdefault(key, ([], []))
+            xs, cols = groups.setdefault(key, ([], []))
             xs.append(feats)
-            ys.append(math.log(eta))
+            cols.append((m["flop"], m["bytes"], m["time_s"], peak,
+                         *(_wave_shape(key, shape) if shape is not None else (0, 0, 0, 0))))
         self.memo_ = {}
-        self.models_ = {key: _Interpolator(np.asarray(xs, dtype=float), np.asarray(ys), key.startswith("gemm"))
-                        for key, (xs, ys) in groups.items() if len(ys) >= 2}
+        self.models_ = {}
+        for key, (xs, cols) in groups.items():
+            flop, nbytes, time_s, peak, batch, m_, n_, _ = np.asarray(cols, dtype=float).T
+            core = time_s - np.minimum(self.launch_s_, 0.5 * time_s)
+            eta = np.maximum(flop / peak, nbytes / device.mem_bytes_per_s) / core
+            if device.kind == "gpu" and batch.any():
+                eta = eta / _wave_efficiencies(batch, m_, n_, self.kind_defaults, device)
+            keep = eta > 0
+            if keep.sum() >= 2:
+                self.models_[key] = _Interpolator(np.asarray(xs, dtype=float)[keep], np.log(eta[keep]),
+                                                  key.startswith("gemm"))
         return self
 
     def efficiency_of(self, m: dict, device: Device) -> float | None:
@@ -334,6 +350,19 @@ class ProfileModel:
             memo.clear()
         memo[slot] = eta
         return eta
+
+
+def _wave_efficiencies(batch: np.ndarray, m: np.ndarray, n: np.ndarray, kind: KindDefaults,
+                       device: Device) -> np.ndarray:
+    """efficiency.wave_efficiency over arrays of shapes (batch, M, N); 1 where batch is 0 (no shape)."""
+    tiles_m, tiles_n = np.ceil(m / kind.tile_m), np.ceil(n / kind.tile_n)
+    fill = np.where(m >= kind.tile_m, m / np.maximum(tiles_m * kind.tile_m, 1), 1.0)
+    fill = fill * np.where(n >= kind.tile_n, n / np.maximum(tiles_n * kind.tile_n, 1), 1.0)
+    units = device.compute_units
+    if units and kind.tile_m != 1:
+        tiles = np.maximum(batch * tiles_m * tiles_n, 1)
+        fill = fill * tiles / (np.ceil(tiles / units) * units)
+    return np.where(batch > 0, fill, 1.0)
 
 
 def _wave_shape(key: str, shape: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
