@@ -159,3 +159,26 @@ def test_profiles_are_read_only_when_used(monkeypatch):
     index = prof.ProfileIndex({"h100-sxm": prof.PROFILE_ROOT / "h100-sxm" / "profile.json"})
     assert "h100-sxm" in index and len(index) == 1 and index.tier_of("h100-sxm") == "published"
     assert calls == []
+
+
+def test_a_published_profile_serves_only_the_gemm_dtypes_it_measured():
+    from planner.predict.api import Request, predict
+
+    # the MI300X profile holds fp8 block-scale GEMMs only: bf16 serving is datasheet, fp8 published,
+    # and its band stays the datasheet's (no attention or memory-bound curves to bound those ops)
+    bf16 = predict(Request("llama-3.1-8b", "mi300x", mode="inference", batch=1, input_len=128, output_len=8))
+    fp8 = predict(Request("llama-3.1-8b", "mi300x", mode="inference", batch=1, input_len=128, output_len=8,
+                          dtype="quant=fp8"))
+    assert (bf16.tier, fp8.tier) == ("datasheet", "published")
+    assert fp8.band_fraction == bf16.band_fraction == 0.4
+
+
+def test_transfer_error_falls_back_to_ten_percent_without_a_measurement(tmp_path):
+    from planner.hardware.profile import transfer_error
+
+    (tmp_path / "dev").mkdir()
+    assert transfer_error(str(tmp_path / "dev" / "profile.json")) == 0.10  # no transfer.json beside
+    (tmp_path / "transfer.json").write_text('{"p90_abs_error": 0.3}')
+    assert transfer_error(str(tmp_path / "dev" / "profile.json")) == 0.3
+    (tmp_path / "transfer.json").write_text('{"p90_abs_error": -1}')
+    assert transfer_error(str(tmp_path / "dev" / "profile.json")) == 0.10
