@@ -15,6 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from planner.errors import ConfigError
 from planner.files import finite, parse_json, read_text
 from planner.hardware.catalog import Device
@@ -207,3 +209,16 @@ def wave_efficiency(shape: tuple[int, int, int, int], kind: KindDefaults, device
         return fill
     tiles = batch * tiles_m * tiles_n
     return fill * tiles / (math.ceil(tiles / units) * units)
+
+
+def wave_efficiencies(batch: np.ndarray, m: np.ndarray, n: np.ndarray, kind: KindDefaults,
+                       device: Device) -> np.ndarray:
+    """wave_efficiency over numpy arrays of shapes (batch, M, N); 1 where batch is 0 (no shape)."""
+    tiles_m, tiles_n = np.ceil(m / kind.tile_m), np.ceil(n / kind.tile_n)
+    fill = np.where(m >= kind.tile_m, m / np.maximum(tiles_m * kind.tile_m, 1), 1.0)
+    fill = fill * np.where(n >= kind.tile_n, n / np.maximum(tiles_n * kind.tile_n, 1), 1.0)
+    units = device.compute_units
+    if units and kind.tile_m != 1:
+        tiles = np.maximum(batch * tiles_m * tiles_n, 1)
+        fill = fill * tiles / (np.ceil(tiles / units) * units)
+    return np.where(batch > 0, fill, 1.0)

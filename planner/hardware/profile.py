@@ -26,11 +26,17 @@ from pathlib import Path
 import numpy as np
 from scipy.interpolate import LinearNDInterpolator
 
-from planner.errors import ConfigError
-from planner.files import parse_json, read_text
+from planner.files import read_text
 from planner.hardware.catalog import Device
-from planner.hardware.efficiency import Defaults, KindDefaults, gemm_shape, wave_efficiency
-from planner.hardware.profile_check import SCHEMA, check_profile, parse  # noqa: F401 (SCHEMA: the layout read)
+from planner.hardware.efficiency import Defaults, KindDefaults, gemm_shape, wave_efficiencies, wave_efficiency
+from planner.hardware.profile_check import (  # noqa: F401 (SCHEMA: the layout read)
+    SCHEMA,
+    _band,
+    _own_band,
+    check_profile,
+    parse,
+    transfer_error,
+)
 from planner.workload.capture import OpRecord
 
 PROFILE_ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "calibration"
@@ -312,7 +318,7 @@ class ProfileModel:
             core = time_s - np.minimum(self.launch_s_, 0.5 * time_s)
             eta = np.maximum(flop / peak, nbytes / device.mem_bytes_per_s) / core
             if device.kind == "gpu" and batch.any():
-                eta = eta / _wave_efficiencies(batch, m_, n_, self.kind_defaults, device)
+                eta = eta / wave_efficiencies(batch, m_, n_, self.kind_defaults, device)
             keep = eta > 0
             if keep.sum() >= 2:
                 self.models_[key] = _Interpolator(np.asarray(xs, dtype=float)[keep], np.log(eta[keep]),
@@ -350,19 +356,6 @@ class ProfileModel:
             memo.clear()
         memo[slot] = eta
         return eta
-
-
-def _wave_efficiencies(batch: np.ndarray, m: np.ndarray, n: np.ndarray, kind: KindDefaults,
-                       device: Device) -> np.ndarray:
-    """efficiency.wave_efficiency over arrays of shapes (batch, M, N); 1 where batch is 0 (no shape)."""
-    tiles_m, tiles_n = np.ceil(m / kind.tile_m), np.ceil(n / kind.tile_n)
-    fill = np.where(m >= kind.tile_m, m / np.maximum(tiles_m * kind.tile_m, 1), 1.0)
-    fill = fill * np.where(n >= kind.tile_n, n / np.maximum(tiles_n * kind.tile_n, 1), 1.0)
-    units = device.compute_units
-    if units and kind.tile_m != 1:
-        tiles = np.maximum(batch * tiles_m * tiles_n, 1)
-        fill = fill * tiles / (np.ceil(tiles / units) * units)
-    return np.where(batch > 0, fill, 1.0)
 
 
 def _wave_shape(key: str, shape: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
@@ -630,40 +623,3 @@ def _fitted(profile: Profile, ref: Device, kind_defaults: KindDefaults) -> Profi
             _FITTED.clear()
         entry = _FITTED[id(profile)] = (profile, ref, kind_defaults, ProfileModel(kind_defaults).fit(profile, ref))
     return entry[3]
-
-
-def transfer_error(profile_path: str) -> float:
-    """p90 |error| of a transfer between profiled devices of one generation, from transfer.json beside the
-    profile folders (written by benchmarks/published_profiles.py); 0.10 + the neighbour's band when
-    none was measured (the rule before any transfer was measured)."""
-    file = Path(profile_path).parent.parent / "transfer.json"
-    try:
-        value = parse_json(read_text(file, "transfer errors"), str(file)).get("p90_abs_error")
-    except (OSError, ConfigError, AttributeError):
-        value = None
-    return float(value) if isinstance(value, (int, float)) and value >= 0 else 0.10
-
-
-def _own_band(profile: Profile, defaults: Defaults) -> float:
-    """The band of a device's own profile: its held-back (or leave-one-out) p90, but never narrower
-    than the datasheet band when a published profile lacks GEMM, attention or memory-bound curves:
-    the ops it did not measure run on datasheet efficiencies, whose error it cannot bound."""
-    band = _band(profile)
-    kinds = profile.raw.get("held_out", {}).get("by_kind", {})
-    if profile.tier == "published" and not all(any(k.startswith(f) for k in kinds)
-                                               for f in ("gemm", "attention", "memory")):
-        band = max(band, defaults.datasheet_band_fraction)
-    return band
-
-
-def _band(profile: Profile) -> float:
-    """The tier's band: p90 |error| of the held-back points (a published profile), else of the
-    leave-one-out interior points (all points if none are interior)."""
-    held = profile.raw.get("held_out", {}).get("p90_abs_error")
-    if isinstance(held, (int, float)):
-        return float(held)
-    loo = profile.raw.get("leave_one_out", {})
-    value = loo.get("interior", {}).get("p90_abs_error")
-    if value is None or value != value:
-        value = loo.get("p90_abs_error")
-    return float(value) if value is not None and value == value else 0.25

@@ -9,10 +9,16 @@ from __future__ import annotations
 import datetime
 import json
 import math
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from planner.errors import ConfigError
-from planner.files import MAX_JSON_DEPTH, finite, json_depth, parse_json
+from planner.files import MAX_JSON_DEPTH, finite, json_depth, parse_json, read_text
 from planner.hardware.catalog import KINDS
+
+if TYPE_CHECKING:  # annotations only: profile.py imports this module
+    from planner.hardware.efficiency import Defaults
+    from planner.hardware.profile import Profile
 
 SCHEMA = 1
 """The profile layout read here (`schema` in profile.json, as planner/calibration/calibrate.py writes it)."""
@@ -190,3 +196,42 @@ def _object(parent: dict, key: str, where: str, required: bool = False) -> dict:
 def _show(value) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ------------------------------------------------------------------ bands recorded in a profile
+
+def transfer_error(profile_path: str) -> float:
+    """p90 |error| of a transfer between profiled devices of one generation, from transfer.json beside the
+    profile folders (written by benchmarks/published_profiles.py); 0.10 + the neighbour's band when
+    none was measured (the rule before any transfer was measured)."""
+    file = Path(profile_path).parent.parent / "transfer.json"
+    try:
+        value = parse_json(read_text(file, "transfer errors"), str(file)).get("p90_abs_error")
+    except (OSError, ConfigError, AttributeError):
+        value = None
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else 0.10
+
+
+def _own_band(profile: Profile, defaults: Defaults) -> float:
+    """The band of a device's own profile: its held-back (or leave-one-out) p90, but never narrower
+    than the datasheet band when a published profile lacks GEMM, attention or memory-bound curves:
+    the ops it did not measure run on datasheet efficiencies, whose error it cannot bound."""
+    band = _band(profile)
+    kinds = profile.raw.get("held_out", {}).get("by_kind", {})
+    if profile.tier == "published" and not all(any(k.startswith(f) for k in kinds)
+                                               for f in ("gemm", "attention", "memory")):
+        band = max(band, defaults.datasheet_band_fraction)
+    return band
+
+
+def _band(profile: Profile) -> float:
+    """The tier's band: p90 |error| of the held-back points (a published profile), else of the
+    leave-one-out interior points (all points if none are interior)."""
+    held = profile.raw.get("held_out", {}).get("p90_abs_error")
+    if isinstance(held, (int, float)):
+        return float(held)
+    loo = profile.raw.get("leave_one_out", {})
+    value = loo.get("interior", {}).get("p90_abs_error")
+    if value is None or value != value:
+        value = loo.get("p90_abs_error")
+    return float(value) if value is not None and value == value else 0.25
