@@ -63,9 +63,16 @@ _ATTN_SAMPLE = {False: 3000, True: 6000}
 against KV bytes) and need the denser sample to reach a held-back median under 12% on every device."""
 HOLD_OUT = 0.2
 SEED = 0
-KERNEL_OVERHEAD_S = 1.5e-6
-"""Per-kernel fixed GPU cost kept apart from η: the datasheet default (hardware_specs/efficiency/
-defaults.json, kernel_overhead_s); the smallest published GEMMs take 1.7-2.5 us per replay, above it."""
+def _kernel_overhead_s() -> float:
+    from planner.hardware.efficiency import load_defaults
+
+    return load_defaults().kinds["gpu"].kernel_overhead_s
+
+
+KERNEL_OVERHEAD_S = _kernel_overhead_s()
+"""Per-kernel fixed GPU cost kept apart from η: the datasheet default, read from hardware_specs/
+efficiency/defaults.json (kernel_overhead_s, 1.5 us); the smallest published GEMMs take 1.7-2.5 us per
+replay, above it."""
 
 
 def _tables(system_dir: Path, family: str, name: str) -> list[tuple[str, str, Path]]:
@@ -262,20 +269,27 @@ def held_out(raw: dict, fraction: float = HOLD_OUT, seed: int = SEED) -> dict:
         raise ConfigError(f"device '{raw['device_id']}' is not in the catalog: a published profile needs its peaks")
     fitted = Profile(raw["device_id"], raw["device_name"], raw["kind"], {}, raw["ceilings"], tuple(train),
                      raw["date"], "(in memory)", raw)
-    kind_defaults = load_defaults().kinds["gpu"]
-    model = ProfileModel(kind_defaults).fit(fitted, device)
-    errors: dict[str, list[float]] = {}
-    for i in sorted(test):
-        m = measurements[i]
-        key, feats, shape = _features(m)
-        measured = model.efficiency_of(m, device)
-        predicted = model.predict_eta(key, feats, shape, device)
-        if measured is None or predicted is None:
-            continue
-        # the wave factor is in both: compare the fitted η without it
-        errors.setdefault(_report_kind(m), []).append(_time_error(m, measured, predicted, model, device))
+    model = ProfileModel(load_defaults().kinds["gpu"]).fit(fitted, device)
+    errors = _errors([measurements[i] for i in sorted(test)], model, model, device)
     every = [e for v in errors.values() for e in v]
     return {"fraction": fraction, "seed": seed, **_stats(every), "by_kind": {k: _stats(v) for k, v in errors.items()}}
+
+
+def _errors(points: list[dict], own, predicting, device) -> dict[str, list[float]]:
+    """Time errors by report kind of `points` on `device`: η measured through the model `own` (fitted
+    to those points' device), η predicted by `predicting` (the same model for held-back points, a
+    neighbour's for a transfer)."""
+    from planner.hardware.profile import _features
+
+    errors: dict[str, list[float]] = {}
+    for m in points:
+        key, feats, shape = _features(m)
+        measured = own.efficiency_of(m, device)
+        predicted = predicting.predict_eta(key, feats, shape, device)
+        if measured is None or predicted is None:
+            continue
+        errors.setdefault(_report_kind(m), []).append(_time_error(m, measured, predicted, own, device))
+    return errors
 
 
 def _report_kind(m: dict) -> str:
@@ -313,7 +327,7 @@ def transfer_report(raws: list[dict]) -> dict:
     Returns {"pairs": [{"from", "to", "n", "median_abs_error", "p90_abs_error", "by_kind"}], "n",
     "median_abs_error", "p90_abs_error"} (errors = predicted / published time − 1, pooled over pairs)."""
     from planner.hardware.efficiency import load_defaults
-    from planner.hardware.profile import Profile, ProfileModel, _features, profile_device
+    from planner.hardware.profile import Profile, ProfileModel, profile_device
 
     kind_defaults = load_defaults().kinds["gpu"]
     loaded = []
@@ -328,14 +342,7 @@ def transfer_report(raws: list[dict]) -> dict:
             if dst is src or (src_dev.vendor, src_dev.generation) != (dst_dev.vendor, dst_dev.generation):
                 continue
             own = ProfileModel(kind_defaults).fit(dst, dst_dev)
-            errors: dict[str, list[float]] = {}
-            for m in dst.measurements:
-                key, feats, shape = _features(m)
-                measured = own.efficiency_of(m, dst_dev)
-                predicted = model.predict_eta(key, feats, shape, dst_dev)
-                if measured is None or predicted is None:
-                    continue
-                errors.setdefault(_report_kind(m), []).append(_time_error(m, measured, predicted, own, dst_dev))
+            errors = _errors(list(dst.measurements), own, model, dst_dev)
             every = [e for v in errors.values() for e in v]
             pooled += every
             pairs.append({"from": src.device_id, "to": dst.device_id, **_stats(every),
@@ -380,16 +387,7 @@ def import_aiconfigurator(data_dir: str | Path, out_root: str | Path, devices: l
             log(f"import: {folder} not found: {device_id} skipped")
             continue
         device = catalog.device(device_id)
-        raw = stamp(convert(folder, device_id, device.name, device.llc_bytes))
-        target = root / device_id / "profile.json"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(target, json.dumps(json_safe(raw), separators=(",", ":")) + "\n")
-        held = raw["held_out"]
-        log(f"import: wrote {target} ({len(raw['measurements'])} points); held-back 20%: median |error| "
-            f"{held['median_abs_error']:.1%}, p90 {held['p90_abs_error']:.1%}")
-        for kind, st in held["by_kind"].items():
-            log(f"  {kind:<18} n={st['n']:>4}  median {st['median_abs_error']:.1%}  p90 {st['p90_abs_error']:.1%}")
-        written.append(target)
+        written.append(_write(stamp(convert(folder, device_id, device.name, device.llc_bytes)), root, log))
     published = []
     for path in sorted(root.glob("*/profile.json")):
         raw = json.loads(path.read_text())
@@ -466,22 +464,29 @@ def convert_aiter(config_dir: str | Path, device_id: str, device_name: str) -> d
 
 def import_aiter(config_dir: str | Path, out_root: str | Path, log=print) -> list[Path]:
     """Convert aiter's MI300X rows into `<out_root>/mi300x/profile.json`; return the paths written."""
-    import json
 
-    from planner.calibration.resume import json_safe
-    from planner.files import write_text_atomic
     from planner.hardware.catalog import load_catalog
 
     if not Path(config_dir).is_dir():
         raise ConfigError(f"--from '{config_dir}' is not a folder (give aiter's aiter/configs)")
-    written = []
-    for device_id in _AITER_DEVICES:
-        raw = stamp(convert_aiter(config_dir, device_id, load_catalog().device(device_id).name))
-        target = Path(out_root) / device_id / "profile.json"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(target, json.dumps(json_safe(raw), separators=(",", ":")) + "\n")
-        held = raw["held_out"]
-        log(f"import: wrote {target} ({len(raw['measurements'])} points); held-back 20%: median |error| "
-            f"{held['median_abs_error']:.1%}, p90 {held['p90_abs_error']:.1%}")
-        written.append(target)
-    return written
+    return [_write(stamp(convert_aiter(config_dir, device_id, load_catalog().device(device_id).name)),
+                   Path(out_root), log) for device_id in _AITER_DEVICES]
+
+
+def _write(raw: dict, root: Path, log) -> Path:
+    """Write a stamped profile to `root/<device-id>/profile.json` (whole or not at all), log its
+    held-back report; return the path."""
+    import json
+
+    from planner.calibration.resume import json_safe
+    from planner.files import write_text_atomic
+
+    target = root / raw["device_id"] / "profile.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(target, json.dumps(json_safe(raw), separators=(",", ":")) + "\n")
+    held = raw["held_out"]
+    log(f"import: wrote {target} ({len(raw['measurements'])} points); held-back 20%: median |error| "
+        f"{held['median_abs_error']:.1%}, p90 {held['p90_abs_error']:.1%}")
+    for kind, st in held["by_kind"].items():
+        log(f"  {kind:<18} n={st['n']:>4}  median {st['median_abs_error']:.1%}  p90 {st['p90_abs_error']:.1%}")
+    return target

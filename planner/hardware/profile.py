@@ -31,10 +31,10 @@ from planner.hardware.catalog import Device
 from planner.hardware.efficiency import Defaults, KindDefaults, gemm_shape, wave_efficiencies, wave_efficiency
 from planner.hardware.profile_check import (  # noqa: F401 (SCHEMA: the layout read)
     SCHEMA,
-    _band,
-    _own_band,
     check_profile,
+    own_band,
     parse,
+    recorded_band,
     transfer_error,
 )
 from planner.workload.capture import OpRecord
@@ -587,7 +587,7 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Pr
     kind_defaults = defaults.kinds.get(device.kind) or defaults.kinds["gpu"]
     if own is not None:
         ref = profile_device(own)
-        return ProfileEfficiency(_fitted(own, ref, kind_defaults), own, own.tier, _own_band(own, defaults), fallback)
+        return ProfileEfficiency(_fitted(own, ref, kind_defaults), own, own.tier, own_band(own, defaults), fallback)
     if device.kind == "cpu":
         return fallback
     candidates = []
@@ -606,7 +606,7 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Pr
     # a transferred prediction carries the neighbour's band widened by the error measured when one
     # profiled device is predicted from another of its generation (hardware_specs/calibration/
     # transfer.json); never wider than the datasheet band
-    band = min(defaults.datasheet_band_fraction, _band(profile) + transfer_error(profile.path))
+    band = min(defaults.datasheet_band_fraction, recorded_band(profile) + transfer_error(profile.path))
     return ProfileEfficiency(_fitted(profile, ref, kind_defaults), profile, "transferred", band, fallback, clock)
 
 

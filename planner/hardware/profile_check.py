@@ -212,11 +212,11 @@ def transfer_error(profile_path: str) -> float:
     return float(value) if isinstance(value, (int, float)) and value >= 0 else 0.10
 
 
-def _own_band(profile: Profile, defaults: Defaults) -> float:
+def own_band(profile: Profile, defaults: Defaults) -> float:
     """The band of a device's own profile: its held-back (or leave-one-out) p90, but never narrower
     than the datasheet band when a published profile lacks GEMM, attention or memory-bound curves:
     the ops it did not measure run on datasheet efficiencies, whose error it cannot bound."""
-    band = _band(profile)
+    band = recorded_band(profile)
     kinds = profile.raw.get("held_out", {}).get("by_kind", {})
     if profile.tier == "published" and not all(any(k.startswith(f) for k in kinds)
                                                for f in ("gemm", "attention", "memory")):
@@ -224,7 +224,7 @@ def _own_band(profile: Profile, defaults: Defaults) -> float:
     return band
 
 
-def _band(profile: Profile) -> float:
+def recorded_band(profile: Profile) -> float:
     """The tier's band: p90 |error| of the held-back points (a published profile), else of the
     leave-one-out interior points (all points if none are interior)."""
     held = profile.raw.get("held_out", {}).get("p90_abs_error")

@@ -165,12 +165,12 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
     _check_numbers(req)
     ctx = ctx or default_context()
     model = model or resolve(req.model)
-    target = target_of(req, ctx)
+    device = ctx.device(req.device)  # the engine is chosen first: it decides which profiles the Target fits
     par = parallelism(req)
     cost = CostOptions(req.instance, req.site, req.pricing, req.utilization)
     if req.mode not in MODES:
         raise ConfigError(f"unknown mode '{req.mode}'; valid: {', '.join(MODES)}")
-    engine, note = engine_for(req, model, target.device)
+    engine, note = engine_for(req, model, device)
     target = target_of(req, ctx, engine)
     if req.mode == "inference":
         return _engine_note(_scaleout_note(req, predict_inference(
@@ -397,10 +397,9 @@ def op_rows(req: Request, ctx: Context | None = None, model: Model | None = None
 
     ctx = ctx or default_context()
     model = model or resolve(req.model)
-    target = target_of(req, ctx)
     par = parallelism(req)
     batch = req.batch if isinstance(req.batch, int) else 1
-    engine = engine_for(req, model, target.device)[0]
+    engine = engine_for(req, model, ctx.device(req.device))[0]
     target = target_of(req, ctx, engine)
     graphs = {}
     if req.mode == "training":
