@@ -19,8 +19,9 @@ its precision to a planner precision, its parallel layout to tp/pp/dp/ZeRO, and 
 from a prediction. Each row runs on its engine (see "engine" below). The line is drawn at *what* runs:
 features that change the work and planner cannot express (MXFP4 experts beside BF16 layers, context
 parallelism, grouped GEMMs, a request length distribution, an unstated batch or GPU count) make a row not
-expressed; features that change how efficiently the same work runs (async TP, power limits) do not,
-and are listed in the row's notes. Mapping decisions:
+expressed; features that change how efficiently the same work runs (async TP, an unstated power limit)
+do not, and are listed in the row's notes. A stated power limit ("at 500W power limit") is passed as
+--power-limit-w. Mapping decisions:
 - models: Llama 3 8B/70B are predicted as llama-3.1-8b/70b (the same layers; only the context length
   differs); timm resnet50 and DLE ResNet-50 v1.5 as resnet50; vit_base_patch16_224 as vit-b-16.
 - devices: `device_match` is "exact" when the catalog holds the stated SKU, "nearest" when the row
@@ -118,7 +119,7 @@ HARDWARE = (  # (pattern on the hardware column, catalog id or None, GPU label, 
      "not in the catalog (a100-pcie-80gb has other bandwidth and TDP)"),
     (r"^H800", "h100-sxm", "H800 SXM5", "H800 SXM5 as h100-sxm (same compute and HBM3; NVLink 400 GB/s)"),
     (r"^H100 SXM 96GB HBM2e", "h100-sxm", "H100 96GB HBM2e 500W (Grand Teton)",
-     "96 GB HBM2e part at 500 W as h100-sxm (80 GB HBM3, 700 W)"),
+     "96 GB HBM2e part as h100-sxm (80 GB HBM3, 700 W TDP)"),
     (r"^H100 PCIe", "h100-pcie", "H100 PCIe", None),
     (r"^H100 SXM5? 80GB", "h100-sxm", "H100 SXM5 80GB", None),
     (r"^H100", "h100-sxm", "H100 (variant not stated)", "H100 variant not stated: as h100-sxm"),
@@ -130,7 +131,7 @@ HARDWARE = (  # (pattern on the hardware column, catalog id or None, GPU label, 
     (r"^B200", "b200", "B200 (variant not stated)", "B200 variant not stated: as b200 (HGX, 1000 W)"),
     (r"^A100 SXM4 80GB", "a100-sxm-80gb", "A100 SXM4 80GB", None),
     (r"^A100 SXM4 40GB", "a100-sxm-40gb", "A100 SXM4 40GB", None),
-    (r"^A100 80GB.*330W", "a100-sxm-80gb", "A100 80GB at 330W", "SXM4 presumed; 330 W power limit not modelled"),
+    (r"^A100 80GB.*330W", "a100-sxm-80gb", "A100 80GB at 330W", "SXM4 presumed"),
     (r"^A100 80GB", "a100-sxm-80gb", "A100 80GB (form factor not stated)", "form factor not stated: as SXM4"),
     (r"^A100 40GB", "a100-sxm-40gb", "A100 40GB (form factor not stated)", "form factor not stated: as SXM4"),
     (r"^V100 SXM2 16GB", "v100-sxm2-32gb", "V100 SXM2 16GB",
@@ -205,6 +206,13 @@ def device_of(hardware: str) -> tuple[str, str, str | None]:
     if device is None:
         raise NotExpressed(f"device not in the catalog: {hardware} ({note})")
     return device, label, note
+
+
+def power_limit_of(hardware: str) -> float | None:
+    """The power limit a hardware column states ("at 500W power limit", "power-limited to 330W"), W."""
+    if "power" in hardware and (m := re.search(r"(\d{3,4})\s?W\b", hardware)):
+        return float(m.group(1))
+    return None
 
 
 def model_of(name: str) -> tuple[str, str | None]:
@@ -299,6 +307,9 @@ def plan_model(row: dict) -> Plan:
         raise NotExpressed("workload not modelled: a request-length distribution (ShareGPT) needs a simulator")
     batch = integer(row, "batch_size", "batch")
     fields = {"model": model, "device": device, "mode": mode, "dtype": dtype, "engine": engine_of(row), **layout}
+    if limit := power_limit_of(row["hardware"]):
+        fields["power_limit_w"] = limit
+        notes.append(f"stated power limit {limit:g} W as --power-limit-w")
     if mode == "training":
         llm = category == "training_llm"
         if llm:

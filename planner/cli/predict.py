@@ -29,6 +29,9 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scaleout-gbps", type=finite_float, metavar="GBPS",
                    help="scale-out network per device in Gb/s per direction (e.g. 200 = one HDR InfiniBand port "
                         "per GPU); replaces the catalog's figure, needed where the catalog has none sourced")
+    p.add_argument("--power-limit-w", type=finite_float, metavar="W",
+                   help="run the device at a power limit below its TDP (as nvidia-smi -pl sets): kernels that "
+                        "would draw more run at the clocks it sustains")
     workload_flags(p)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--instance", help="cloud instance to price on (default: the cheapest with the device)")
@@ -64,7 +67,7 @@ def _request(args: argparse.Namespace):
                    recompute=args.recompute, dtype=precision_of(args), instance=args.instance, site=args.site,
                    pricing=args.pricing, utilization=args.utilization, overlap=args.overlap,
                    train_tokens=args.train_tokens, scaleout_gbps=getattr(args, "scaleout_gbps", None),
-                   engine=args.engine)
+                   power_limit_w=getattr(args, "power_limit_w", None), engine=args.engine)
 
 
 def _print_prediction(p) -> None:

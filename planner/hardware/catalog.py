@@ -87,6 +87,8 @@ class Device:
     """Where the numbers come from."""
     date: str
     """When the row was compiled from its sources (YYYY-MM)."""
+    power_limit_w: float | None = None
+    """A power limit below TDP the device is run at (nvidia-smi -pl; --power-limit-w), W; None: its TDP."""
 
     def peak(self, dtype: str) -> float:
         """Return the dense peak FLOP/s (op/s for int8) for `dtype`, e.g. "bf16"."""

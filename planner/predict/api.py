@@ -74,6 +74,8 @@ class Request:
     scaleout_gbps: float | None = None
     """Scale-out network per device per direction in Gb/s (as NICs are sold: 200 for one HDR port per
     GPU); replaces the catalog's figure, or supplies one where the catalog has none sourced."""
+    power_limit_w: float | None = None
+    """A power limit below the device's TDP (as `nvidia-smi -pl` sets), W; None: run at TDP."""
 
 
 MAX_SCALEOUT_GBPS = 1e5
@@ -86,12 +88,30 @@ def target_of(req: Request, ctx: Context, engine: str | None = None):
     tiers = get_engine(engine).profile_tiers if engine else ALL_TIERS
     gemm = _gemm_dtype(req.dtype) if engine else None
     target = ctx.target(req.device, tiers, gemm)
-    if req.scaleout_gbps is None:
+    if req.scaleout_gbps is None and req.power_limit_w is None:
         return target
-    gbps = finite(req.scaleout_gbps, "--scaleout-gbps")
-    if not 0 < gbps <= MAX_SCALEOUT_GBPS:
-        raise ConfigError(f"--scaleout-gbps must be in (0, {MAX_SCALEOUT_GBPS:,.0f}] Gb/s per device, got {gbps:g}")
-    return ctx.target(replace(target.device, scaleout_bytes_per_s=gbps * 1e9 / 8), tiers, gemm)
+    changes = {}
+    if req.scaleout_gbps is not None:
+        gbps = finite(req.scaleout_gbps, "--scaleout-gbps")
+        if not 0 < gbps <= MAX_SCALEOUT_GBPS:
+            raise ConfigError(f"--scaleout-gbps must be in (0, {MAX_SCALEOUT_GBPS:,.0f}] Gb/s per device, got {gbps:g}")
+        changes["scaleout_bytes_per_s"] = gbps * 1e9 / 8
+    if req.power_limit_w is not None:
+        changes["power_limit_w"] = _power_limit_w(req.power_limit_w, target.device, ctx)
+    return ctx.target(replace(target.device, **changes), tiers, gemm)
+
+
+def _power_limit_w(value, device, ctx: Context) -> float:
+    """--power-limit-w checked against `device`: above its draw with no work and at most its TDP."""
+    watts = finite(value, "--power-limit-w")
+    if not device.tdp_w:
+        raise ConfigError(f"--power-limit-w needs the device's TDP, and '{device.id}' has none sourced in the catalog")
+    curve = ctx.power.curve_for(device)
+    floor = curve.idle_w * device.tdp_w / curve.power_limit_w if curve else ctx.power.idle_w(device)
+    if not floor < watts <= device.tdp_w:
+        raise ConfigError(f"--power-limit-w must be above {device.id}'s draw with no work ({floor:.0f} W) and at most "
+                          f"its TDP ({device.tdp_w:g} W), got {watts:g}")
+    return watts
 
 
 def _gemm_dtype(dtype: str | None) -> str | None:
@@ -105,10 +125,13 @@ def _gemm_dtype(dtype: str | None) -> str | None:
 
 
 def _scaleout_note(req: Request, prediction: Prediction) -> Prediction:
-    if req.scaleout_gbps is None:
-        return prediction
-    note = f"scale-out {req.scaleout_gbps:g} Gb/s per device per direction from --scaleout-gbps"
-    return replace(prediction, notes=(*prediction.notes, note))
+    notes = []
+    if req.scaleout_gbps is not None:
+        notes.append(f"scale-out {req.scaleout_gbps:g} Gb/s per device per direction from --scaleout-gbps")
+    if req.power_limit_w is not None:
+        notes.append(f"power limit {req.power_limit_w:g} W from --power-limit-w: kernels that would draw more run "
+                     "at the clocks it sustains")
+    return replace(prediction, notes=(*prediction.notes, *notes)) if notes else prediction
 
 
 def engine_for(req: Request, model: Model, device) -> tuple[str, str]:
@@ -261,7 +284,7 @@ def request_from_row(row: dict) -> Request:
     values = {}
     ints = {"gpus", "tp", "pp", "dp", "ep", "zero", "input_len", "output_len", "seq_len", "image_size",
             "global_batch", "micro_batch", "microbatches"}
-    floats = {"utilization", "overlap", "train_tokens", "scaleout_gbps"}
+    floats = {"utilization", "overlap", "train_tokens", "scaleout_gbps", "power_limit_w"}
     parts = {}
     for key, value in row.items():
         if key == "id" or value is None or value == "":

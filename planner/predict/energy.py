@@ -25,6 +25,10 @@ which (`PowerModel.source`):
   (hardware_specs/power_model.csv, with sources). P_idle is the device's sourced idle power, else
   idle_fraction_of_tdp × TDP.
 
+Power limit (`PowerModel.sustained`): profiles time kernels in short bursts; a running workload is held
+to the device's limit (TDP, or --power-limit-w), and a kernel the model says would draw more runs at
+the clocks the limit sustains, its time scaled by (P_demand − P_0) / (P_limit − P_0).
+
 While a device waits (communication, pipeline bubbles) it draws P_idle above, under every model (the
 curves' P_idle is the draw at locked clocks with almost no work, not the idle of a waiting device).
 
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from planner.errors import ConfigError
@@ -186,21 +190,57 @@ class PowerModel:
         return PowerSource("transferred", f"transferred from {curve.device}: its measured curve x TDP "
                                           f"{device.tdp_w:g} / {curve.power_limit_w:g} W", curve, scale)
 
-    def power_w(self, t: OpTime, device: Device, cost: OpCost | None = None) -> float:
-        """Average power in watts while `device` runs an op timed `t` (NaN without a sourced TDP).
-        `cost` (the op's FLOP and bytes) gives a curve its achieved utilizations; without it they are
-        taken as compute_s / time_s and memory_s / time_s (an upper bound)."""
+    def limit_w(self, device: Device) -> float | None:
+        """The power `device` is held to, W: its power_limit_w (--power-limit-w) where set, else its TDP."""
+        return device.power_limit_w or device.tdp_w
+
+    def _base_and_demand_w(self, t: OpTime, device: Device, cost: OpCost | None) -> tuple[float, float]:
+        """(power with no work, power the op would draw with no limit), W."""
+        curve = self.curve_for(device)
+        if curve is not None:  # a transferred curve is scaled by TDP / the measured device's TDP
+            scale = device.tdp_w / curve.power_limit_w
+            u_c, u_m = utilization(t, device, cost)
+            return scale * curve.idle_w, scale * (curve.idle_w + curve.compute_range_w * u_c
+                                                  + curve.memory_range_w * u_m)
         idle = self.idle_w(device)
+        load = self.compute_fraction * t.compute_s / t.time_s + self.memory_fraction * t.memory_s / t.time_s
+        return idle, idle + (device.tdp_w - idle) * min(1.0, load)
+
+    def power_w(self, t: OpTime, device: Device, cost: OpCost | None = None) -> float:
+        """Average power in watts while `device` runs an op timed `t` (NaN without a sourced TDP), at
+        most the device's limit_w. `cost` (the op's FLOP and bytes) gives a curve its achieved
+        utilizations; without it they are taken as compute_s / time_s and memory_s / time_s (an upper
+        bound)."""
         if not device.tdp_w:
             return math.nan
         if t.time_s <= 0:
-            return idle
-        curve = self.curve_for(device)
-        if curve is not None:  # a transferred curve is scaled by TDP / the measured device's TDP
-            u_c, u_m = utilization(t, device, cost)
-            return device.tdp_w / curve.power_limit_w * curve.power_w(u_c, u_m)
-        load = self.compute_fraction * t.compute_s / t.time_s + self.memory_fraction * t.memory_s / t.time_s
-        return idle + (device.tdp_w - idle) * min(1.0, load)
+            return self.idle_w(device)
+        return min(self.limit_w(device), self._base_and_demand_w(t, device, cost)[1])
+
+    def sustained(self, t: OpTime, device: Device, cost: OpCost | None = None) -> OpTime:
+        """`t`, an op timed at the clocks of a short kernel benchmark (what profiles and datasheet
+        efficiencies describe), slowed to what `device`'s power limit sustains in a running workload.
+
+        Where the power model says the op would draw P_demand above the limit P_limit, the clocks drop
+        until it draws P_limit. Holding the energy per FLOP and per byte fixed, the power above the
+        no-work draw P_0 scales with the rate, so the op's busy time grows by
+
+            f = (P_demand − P_0) / (P_limit − P_0)
+
+        Checked against sustained 8192³ bf16 GEMM loops at the 700 W limit (hardware_specs/energy/
+        sustained_checks.csv; tests/predict/test_power_limit.py): the H200 curve gives f = 1/0.848 where
+        the H200 measured 1/0.804, the H100 (the H200 curve transferred) 1/0.840 where it measured
+        1/0.822. On the datasheet fractions the draw never exceeds TDP, so only a --power-limit-w
+        below TDP slows an op there. Launch overhead is not slowed."""
+        limit = self.limit_w(device)
+        if not limit or t.time_s <= 0 or t.bound in ("none", "overhead"):
+            return t
+        base, demand = self._base_and_demand_w(t, device, cost)
+        if demand <= limit or limit <= base:  # limit <= base is refused where the request is checked
+            return t
+        f = (demand - base) / (limit - base)
+        busy = t.time_s - t.overhead_s
+        return replace(t, time_s=busy * f + t.overhead_s, compute_s=t.compute_s * f, memory_s=t.memory_s * f)
 
     def op_energy_j(self, t: OpTime, device: Device, cost: OpCost | None = None) -> float:
         """Energy in joules of one op timed `t` on `device`."""

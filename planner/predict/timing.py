@@ -10,6 +10,10 @@ ones, so a phase takes max(device time, kernels x host cost per launch). The hos
 replays as a CUDA graph costs no per-kernel launch. On CPUs the dispatch cost is the calibrated
 per-op overhead already, so no separate floor applies. The time a phase waits on the host is
 reported as ("<phase>", "launch") in the breakdown and as the "launch" bound.
+
+Power limit. Profiles and datasheet efficiencies describe kernels timed in short bursts; a workload
+runs for seconds to days, and a kernel that would draw more than the device's power limit runs at the
+lower clocks that limit sustains (PowerModel.sustained). The seconds this adds are `power_limited_s`.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ class StageTime:
     """Seconds by (phase, category), e.g. ("forward", "attention")."""
     phase_energy_j: dict[str, float]
     """Joules by phase."""
+    power_limited_s: float = 0.0
+    """Seconds of `time_s` added by the power limit (kernels slowed from their burst clocks)."""
 
     def phase_s(self, phase: str) -> float:
         """Seconds of the ops of one phase ("forward", "backward", "optimizer")."""
@@ -74,16 +80,18 @@ def host_launch_s(dg: DeviceGraph, device: Device) -> float:
 
 
 def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel):
-    time = energy = flop = nbytes = 0.0
+    time = energy = flop = nbytes = limited = 0.0
     bound: dict[str, float] = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
     launches: dict[str, int] = {}
     breakdown: dict[tuple[str, str], float] = {}
     phase_energy: dict[str, float] = {}
     rows = []
     for op in part.ops:
-        t = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
-        if t.bound == "none":
+        burst = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
+        if burst.bound == "none":
             continue
+        t = power.sustained(burst, device, op.cost)
+        limited += (t.time_s - burst.time_s) * op.count
         e = power.op_energy_j(t, device, op.cost)
         time += t.time_s * op.count
         energy += e * op.count
@@ -96,7 +104,7 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
         launches[op.record.phase] = launches.get(op.record.phase, 0) + op.count
         rows.append(OpRow(op.record.module, op.record.op, op.category, op.count, op.cost.flop, op.cost.bytes,
                           t.time_s, t.bound, e))
-    return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches
+    return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches, limited
 
 
 def stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel) -> list[StageTime]:
@@ -107,14 +115,15 @@ def stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, po
     launch_s = host_launch_s(dg, device)
     stages = []
     for stage in range(dg.parallelism.pp):
-        time = energy = flop = nbytes = 0.0
+        time = energy = flop = nbytes = limited = 0.0
         bound = {"compute": 0.0, "memory": 0.0, "overhead": 0.0, "launch": 0.0}
         breakdown: dict[tuple[str, str], float] = {}
         phase_energy: dict[str, float] = {}
         launches: dict[str, int] = {}
         for part, n in dg.stage_parts(stage):
             role = "layer" if part is dg.layer else ("first" if part is dg.first else "last")
-            t, e, f, b, bnd, _, brk, pe, ln = cache[role]
+            t, e, f, b, bnd, _, brk, pe, ln, lim = cache[role]
+            limited += n * lim
             for k, v in ln.items():
                 launches[k] = launches.get(k, 0) + n * v
             time, energy, flop, nbytes = time + n * t, energy + n * e, flop + n * f, nbytes + n * b
@@ -131,7 +140,7 @@ def stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, po
                 breakdown[(phase, "launch")] = waiting
                 bound["launch"] += waiting
                 time += waiting
-        stages.append(StageTime(time, energy, flop, nbytes, bound, breakdown, phase_energy))
+        stages.append(StageTime(time, energy, flop, nbytes, bound, breakdown, phase_energy, limited))
     return stages
 
 

@@ -103,9 +103,10 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
 
     memory = training_memory(step_graph, par.dp, par.zero, microbatches, recompute, device, defaults)
     idle = target.power.idle_w(device)
-    busy = [microbatches * st.time_s - microbatches * st.phase_s("optimizer") + st.phase_s("optimizer") for st in stages]
+    share = 1 / par.dp if par.zero >= 1 else 1.0  # ZeRO: each device steps its 1/dp shard of the optimizer
+    busy = [microbatches * (st.time_s - st.phase_s("optimizer")) + share * st.phase_s("optimizer") for st in stages]
     op_energy = [microbatches * (st.energy_j - st.phase_energy_j.get("optimizer", 0.0))
-                 + st.phase_energy_j.get("optimizer", 0.0) for st in stages]
+                 + share * st.phase_energy_j.get("optimizer", 0.0) for st in stages]
     energy_j = par.dp * par.tp * sum(e + idle * max(0.0, step - b) for b, e in zip(busy, op_energy))
     avg_power = energy_j / (par.devices * step)
     basis = price(target, par.devices, cost, avg_power, par.tp)
