@@ -25,19 +25,19 @@ COLOURS = {"compute": (214, 39, 40), "memory": (31, 119, 180), "overhead": (127,
 W, H, LEFT, RIGHT, TOP, BOTTOM = 960, 640, 90, 30, 50, 70
 
 
-def check_target(path: str) -> Path:
+def check_target(path: str, flag: str = "--roofline") -> Path:
     """`path` as a Path when a PNG can be written there; ConfigError naming why not otherwise."""
     target = Path(path)
     shown = path if len(path) <= 80 else f"{path[:80]}... ({len(path):,} characters)"
     try:
         if target.is_dir():
-            raise ConfigError(f"--roofline: '{shown}' is a directory; give a file name such as roofline.png")
+            raise ConfigError(f"{flag}: '{shown}' is a directory; give a file name such as plot.png")
         if not target.parent.is_dir():
-            raise ConfigError(f"--roofline: the folder of '{shown}' does not exist")
+            raise ConfigError(f"{flag}: the folder of '{shown}' does not exist")
     except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte
-        raise ConfigError(f"--roofline: cannot write '{shown}': {exc.__class__.__name__}") from None
+        raise ConfigError(f"{flag}: cannot write '{shown}': {exc.__class__.__name__}") from None
     if len(target.name.encode("utf-8", "surrogatepass")) > 255:
-        raise ConfigError(f"--roofline: file name of {len(target.name):,} characters; the limit is 255 bytes")
+        raise ConfigError(f"{flag}: file name of {len(target.name):,} characters; the limit is 255 bytes")
     return target
 
 
@@ -84,7 +84,11 @@ def draw_roofline(path: str, device: Device, rows: list[OpRow], dtype: str, titl
     for i, (bound, colour) in enumerate(COLOURS.items()):
         d.ellipse([LEFT + 10, TOP + 10 + 16 * i, LEFT + 18, TOP + 18 + 16 * i], fill=colour)
         d.text((LEFT + 24, TOP + 8 + 16 * i), f"{bound}-bound", fill=(0, 0, 0))
-    target = check_target(path)
+    return _save(img, check_target(path))
+
+
+def _save(img: Image.Image, target: Path) -> Path:
+    """Write `img` as a PNG atomically (a temporary file renamed over the target)."""
     fd, tmp = tempfile.mkstemp(suffix=".png", dir=target.parent)
     os.close(fd)
     try:
@@ -94,3 +98,48 @@ def draw_roofline(path: str, device: Device, rows: list[OpRow], dtype: str, titl
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
+
+
+SERIES = ((214, 39, 40), (31, 119, 180), (44, 160, 44), (255, 127, 14))
+
+
+def draw_curve(path: str, series: list[tuple[str, list[tuple[float, float]]]], x_label: str, y_label: str,
+               title: str, slo: float | None = None, slo_label: str = "SLO", flag: str = "--curve") -> Path:
+    """Write a line chart (linear axes) of `series` [(name, [(x, y)])] to `path`, with a dashed horizontal
+    line at `slo` when given; return the path."""
+    target = check_target(path, flag)
+    xs = [x for _, pts in series for x, _ in pts] or [0.0, 1.0]
+    ys = [y for _, pts in series for _, y in pts] + ([slo] if slo else []) or [0.0, 1.0]
+    x_hi, y_hi = max(xs) * 1.05 or 1.0, max(ys) * 1.1 or 1.0
+
+    def px(x: float, y: float) -> tuple[float, float]:
+        return LEFT + x / x_hi * (W - LEFT - RIGHT), H - BOTTOM - min(y, y_hi) / y_hi * (H - TOP - BOTTOM)
+
+    img = Image.new("RGB", (W, H), "white")
+    d = ImageDraw.Draw(img)
+    d.rectangle([LEFT, TOP, W - RIGHT, H - BOTTOM], outline=(0, 0, 0))
+    for i in range(6):
+        u, _ = px(x_hi * i / 5, 0)
+        _, v = px(0, y_hi * i / 5)
+        d.line([u, TOP, u, H - BOTTOM], fill=(230, 230, 230))
+        d.line([LEFT, v, W - RIGHT, v], fill=(230, 230, 230))
+        d.text((u - 12, H - BOTTOM + 6), f"{x_hi * i / 5:.3g}", fill=(0, 0, 0))
+        d.text((8, v - 6), f"{y_hi * i / 5:.3g}", fill=(0, 0, 0))
+    for k, (name, pts) in enumerate(series):
+        colour = SERIES[k % len(SERIES)]
+        line = [px(x, y) for x, y in pts]
+        if len(line) > 1:
+            d.line(line, fill=colour, width=2)
+        for u, v in line:
+            d.ellipse([u - 3, v - 3, u + 3, v + 3], fill=colour)
+        d.line([LEFT + 10, TOP + 14 + 16 * k, LEFT + 30, TOP + 14 + 16 * k], fill=colour, width=3)
+        d.text((LEFT + 36, TOP + 8 + 16 * k), name, fill=(0, 0, 0))
+    if slo:
+        _, v = px(0, slo)
+        for u in range(LEFT, W - RIGHT, 12):
+            d.line([u, v, min(u + 6, W - RIGHT), v], fill=(0, 0, 0), width=2)
+        d.text((W - RIGHT - 200, v - 16), slo_label, fill=(0, 0, 0))
+    d.text((LEFT, 15), title, fill=(0, 0, 0))
+    d.text((W // 2 - 100, H - 30), x_label, fill=(0, 0, 0))
+    d.text((8, TOP - 20), y_label, fill=(0, 0, 0))
+    return _save(img, target)

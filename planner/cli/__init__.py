@@ -1,5 +1,5 @@
 """The `planner` command line: one module per subcommand (count, predict and compare, calibrate,
-validate and op, plan), each a thin function over the library.
+validate and op, serve, plan), each a thin function over the library.
 
 Human units appear only here. Errors raised on purpose (PlannerError) and argparse's own errors
 print one line and exit 2 (the usage is one `--help` away).
@@ -16,6 +16,7 @@ from planner.cli.calibrate import add_calibrate, add_op, add_validate
 from planner.cli.count import add_count
 from planner.cli.plan import add_plan
 from planner.cli.predict import add_compare, add_predict
+from planner.cli.serve import add_serve
 from planner.errors import PlannerError, shorten
 
 
@@ -38,6 +39,7 @@ def parser() -> argparse.ArgumentParser:
     add_calibrate(sub)
     add_validate(sub)
     add_op(sub)
+    add_serve(sub)
     add_plan(sub)
     return p
 

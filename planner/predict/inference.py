@@ -31,7 +31,7 @@ from planner.workload.zoo import Model
 AUTO_BATCHES = tuple(2**i for i in range(13))  # 1 .. 4096
 
 
-def _pass_time(target: Target, dg: DeviceGraph, tokens: int) -> tuple[float, list[float], list[float]]:
+def pass_time(target: Target, dg: DeviceGraph, tokens: int) -> tuple[float, list[float], list[float]]:
     """(wall time, per-stage busy time, per-stage op energy) of one pass of `dg` through every stage."""
     device, defaults, node = target.device, target.defaults, target.node_size
     stages = stage_times(dg, device, target.efficiency, target.power)
@@ -46,7 +46,7 @@ def _pass_time(target: Target, dg: DeviceGraph, tokens: int) -> tuple[float, lis
     return wall, busy, energy
 
 
-def _batch_energy(target: Target, par: Parallelism, wall_s: float, busy: list[float], energy: list[float]) -> float:
+def batch_energy(target: Target, par: Parallelism, wall_s: float, busy: list[float], energy: list[float]) -> float:
     # per model copy: tp devices per stage, each busy for its ops and idle for the rest of the wall time
     idle = target.power.idle_w(target.device)
     per_copy = par.tp * sum(e + idle * max(0.0, wall_s - b) for b, e in zip(busy, energy))
@@ -56,12 +56,12 @@ def _batch_energy(target: Target, par: Parallelism, wall_s: float, busy: list[fl
 def _llm(target: Target, model: Model, par: Parallelism, batch: int, input_len: int, output_len: int,
          dtype: str, cost: CostOptions, engine: str = "eager") -> Prediction:
     prefill = device_graph(model, Workload("prefill", batch, input_len, dtype=dtype, engine=engine), par)
-    ttft, busy, energy = _pass_time(target, prefill, batch * input_len)
+    ttft, busy, energy = pass_time(target, prefill, batch * input_len)
     tpot = 0.0
     decode_busy, decode_energy = [0.0] * par.pp, [0.0] * par.pp
     if output_len > 1:
         ends = (input_len, input_len + output_len - 1)
-        passes = [_pass_time(target, device_graph(model, Workload("decode", batch, context_len=c, dtype=dtype, engine=engine), par),
+        passes = [pass_time(target, device_graph(model, Workload("decode", batch, context_len=c, dtype=dtype, engine=engine), par),
                              batch) for c in ends]
         tpot = sum(p[0] for p in passes) / 2
         decode_busy = [sum(p[1][s] for p in passes) / 2 for s in range(par.pp)]
@@ -71,7 +71,7 @@ def _llm(target: Target, model: Model, par: Parallelism, batch: int, input_len: 
     throughput = par.dp * batch * output_len / latency
     total_busy = [b + steps * d for b, d in zip(busy, decode_busy)]
     total_energy = [e + steps * d for e, d in zip(energy, decode_energy)]
-    energy_j = _batch_energy(target, par, latency, total_busy, total_energy)
+    energy_j = batch_energy(target, par, latency, total_busy, total_energy)
     memory = serving_memory(prefill, batch, input_len + output_len, target.device, target.defaults)
     avg_power = energy_j / (par.devices * latency)
     basis = price(target, par.devices, cost, avg_power, par.tp)
@@ -92,9 +92,9 @@ def _forward(target: Target, model: Model, par: Parallelism, batch: int, seq_len
              image_size: int | None, dtype: str, cost: CostOptions, engine: str = "eager") -> Prediction:
     dg = device_graph(model, Workload("forward", batch, seq_len, image_size=image_size, dtype=dtype, engine=engine),
                       par)
-    latency, busy, energy = _pass_time(target, dg, batch * (seq_len or 1))
+    latency, busy, energy = pass_time(target, dg, batch * (seq_len or 1))
     throughput = par.dp * batch / latency
-    energy_j = _batch_energy(target, par, latency, busy, energy)
+    energy_j = batch_energy(target, par, latency, busy, energy)
     memory = serving_memory(dg, batch, 0, target.device, target.defaults)
     avg_power = energy_j / (par.devices * latency)
     basis = price(target, par.devices, cost, avg_power, par.tp)

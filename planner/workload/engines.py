@@ -30,6 +30,36 @@ MAX_HOST_LAUNCH_S = 1e-3
 
 
 PROFILE_TIERS = ("published", "measured")
+POLICIES = ("vllm", "sglang", "trtllm", "static")
+ADMISSIONS = ("on_demand", "reserve_output")
+PREEMPTIONS = ("recompute", "none")
+KV_BASES = ("total", "free")
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerDefaults:
+    """How an engine batches requests by default (the engine file's `scheduler`, every value sourced)."""
+
+    policy: str
+    """"vllm", "sglang", "trtllm" (continuous batching variants) or "static" (whole batches)."""
+    max_num_batched_tokens: int
+    """Tokens per engine step (prefill chunks + decodes); 0: no budget."""
+    max_num_seqs: int
+    """Sequences running at once; 0: set by the batch the user gives."""
+    kv_block_tokens: int
+    """Tokens per KV-cache block (page)."""
+    kv_memory_fraction: float
+    """Share of memory the engine plans with: of the whole device (weights, activations and KV cache)
+    when `kv_memory_basis` is "total", of what is left free after weights and activations when "free"."""
+    kv_memory_basis: str
+    chunked_prefill: bool
+    mixed_batches: bool
+    """Prefill chunks share a step with running decodes (else prefill steps run first, alone)."""
+    admission: str
+    """"on_demand" (KV blocks as tokens are computed) or "reserve_output" (prompt + whole output)."""
+    preemption: str
+    """"recompute" (a preempted sequence is prefilled again) or "none"."""
+    prefix_caching: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +91,8 @@ class Engine:
     planner calibrate through PyTorch); a device with neither is transferred or datasheet."""
     sources: tuple[tuple[str, str], ...]
     """(fact, source) for every fact above."""
+    scheduler: SchedulerDefaults | None = None
+    """Default batching of a serving engine; None for engines that do not serve requests."""
 
     def fuses(self, rule: str, phase: str) -> bool:
         """True when the engine applies fusion `rule` to ops of `phase` ("forward"/"backward")."""
@@ -134,6 +166,7 @@ def parse_engine(data, where: str) -> Engine:
     sources.append(("quantization", source))
     tiers, source = _fact(data, "profiles", "tiers", where)
     sources.append(("calibration profiles", source))
+    scheduler = _scheduler(data["scheduler"], where, sources) if "scheduler" in data else None
     return Engine(
         name=data["name"], title=data["title"], description=data["description"],
         modes=_strings(data.get("modes"), f"{where}: modes", MODES),
@@ -143,7 +176,39 @@ def parse_engine(data, where: str) -> Engine:
         fusions=tuple(fusions), cuda_graphs=replays, host_launch_s=float(launch),
         attention=str(attention), tp_allreduce=str(allreduce),
         dtypes=_strings(dtypes, f"{where}: dtypes.values"), recipes=tuple(recipes) if isinstance(recipes, list) else (),
-        profile_tiers=_strings(tiers, f"{where}: profiles.tiers", PROFILE_TIERS), sources=tuple(sources))
+        profile_tiers=_strings(tiers, f"{where}: profiles.tiers", PROFILE_TIERS), sources=tuple(sources),
+        scheduler=scheduler)
+
+
+def _scheduler(data, where: str, sources: list) -> SchedulerDefaults:
+    """The `scheduler` object of an engine file, each fact checked and its source kept."""
+    where = f"{where}: scheduler"
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be an object")
+    policy = data.get("policy")
+    if policy not in POLICIES:
+        raise ConfigError(f"{where}.policy must be one of {', '.join(POLICIES)}")
+    values = {"policy": policy}
+    checks = {"max_num_batched_tokens": (int, 0, 2**24), "max_num_seqs": (int, 0, 2**20),
+              "kv_block_tokens": (int, 1, 4096), "kv_memory_fraction": (float, 0.05, 1.0),
+              "kv_memory_basis": (KV_BASES,),
+              "chunked_prefill": (bool,), "mixed_batches": (bool,), "admission": (ADMISSIONS,),
+              "preemption": (PREEMPTIONS,), "prefix_caching": (bool,)}
+    for key, check in checks.items():
+        value, source = _fact(data, key, "value", where)
+        kind = check[0]
+        if kind is bool:
+            ok = isinstance(value, bool)
+        elif isinstance(kind, tuple):
+            ok = value in kind
+        else:
+            ok = (not isinstance(value, bool) and isinstance(value, (int, float)) and check[1] <= value <= check[2]
+                  and (kind is float or float(value).is_integer()))
+        if not ok:
+            raise ConfigError(f"{where}.{key}.value {str(value)[:40]!r} is not valid ({check})")
+        values[key] = kind(value) if kind in (int, float) else value
+        sources.append((f"scheduler {key}", source))
+    return SchedulerDefaults(**values)
 
 
 @functools.lru_cache(maxsize=4)

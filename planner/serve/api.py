@@ -1,0 +1,326 @@
+"""Serving entry points: simulate a deployment under a load, sweep the rate, find the highest rate
+that meets latency SLOs. The CLI (`planner serve`), `--configs` rows, the planner and the app call
+these; they print what is returned and compute nothing themselves.
+
+A deployment is dp model copies of tp·pp devices (`Request`, as for `planner predict`). Open-loop
+requests are spread over the copies round-robin; closed-loop clients are split evenly. Disaggregated
+serving (`disagg="1p2d"`) runs x prefill copies and y decode copies: each prompt is prefilled on a
+prefill copy (its first token is TTFT), its KV cache crosses to a decode copy (tp devices in
+parallel, each its shard, over the scale-up link within a node or the scale-out link beyond), and
+the decode copy batches it with the others until its output is complete.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from planner.errors import ConfigError
+from planner.files import finite
+from planner.predict.api import Request, engine_for, parallelism, target_of
+from planner.predict.context import Context, default_context
+from planner.predict.inference import prompt_len
+from planner.predict.prediction import CostOptions, price
+from planner.serve import load as loads
+from planner.serve.metrics import ServeMetrics, summarize
+from planner.serve.policies import Policy, describe, policy_for
+from planner.serve.sim import Run, simulate
+from planner.serve.steps import StepModel
+from planner.workload.engines import get_engine
+from planner.workload.zoo import Model, resolve
+
+DEFAULT_REQUESTS = 1000
+MAX_SIM_REQUESTS = 200_000
+STATS = ("mean", "p50", "p90", "p99")
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """The load: exactly one of a rate (open loop), a number of clients (closed loop) or a trace."""
+
+    rate_rps: float | None = None
+    concurrency: int | None = None
+    trace: str | None = None
+    requests: int = DEFAULT_REQUESTS
+    arrival: str = "poisson"
+    """"poisson" or "gamma" (bursty, with `cv`)."""
+    cv: float = 1.0
+    """Coefficient of variation of the gaps between arrivals (gamma)."""
+    lengths: str | None = None
+    """A length preset (hardware_specs/serving/lengths.csv); None: the request's fixed lengths."""
+    think_s: float = 0.0
+    """Closed loop: a client's pause between a completion and its next request, s."""
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Scheduling:
+    """Overrides of the engine's scheduler defaults."""
+
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    prefix_hit_rate: float = 0.0
+    disagg: str | None = None
+    """"xPyD": x prefill and y decode model copies; None: every copy does both."""
+
+
+@dataclass(frozen=True, slots=True)
+class Slo:
+    """Latency objectives: a request meets them when its TTFT and TPOT are within; a run meets them when
+    the `stat` of each is."""
+
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    stat: str = "p90"
+
+    def met(self, m: ServeMetrics) -> bool:
+        for limit, value in ((self.ttft_s, m.ttft_s.get(self.stat)), (self.tpot_s, m.tpot_s.get(self.stat))):
+            if limit is not None and (value is None or value > limit):
+                return False
+        return m.rejected == 0
+
+
+@dataclass(frozen=True, slots=True)
+class ServeResult:
+    """A simulated deployment under a load."""
+
+    model: str
+    device: str
+    engine: str
+    gpus: int
+    tp: int
+    copies: int
+    policy: str
+    """The scheduler and its settings, one line."""
+    kv_blocks_per_copy: int
+    kv_block_tokens: int
+    load: str
+    metrics: ServeMetrics
+    tier: str
+    band_fraction: float
+    average_power_w_per_gpu: float | None
+    j_per_output_token: float | None
+    usd_per_h: float | None
+    usd_per_million_output_tokens: float | None
+    notes: tuple[str, ...]
+
+    def as_dict(self) -> dict:
+        """Flat JSON-ready dict: the latencies as ttft_s (mean), ttft_p50_s, ... with SI units."""
+        m = self.metrics
+        out = {"model": self.model, "device": self.device, "engine": self.engine, "gpus": self.gpus, "tp": self.tp,
+               "copies": self.copies, "policy": self.policy, "load": self.load, "tier": self.tier,
+               "band_fraction": self.band_fraction, "kv_blocks_per_copy": self.kv_blocks_per_copy,
+               "kv_block_tokens": self.kv_block_tokens, "requests": m.requests, "completed": m.completed,
+               "rejected": m.rejected, "duration_s": m.duration_s}
+        for name in ("ttft", "tpot", "itl", "e2e"):
+            p = getattr(m, f"{name}_s")
+            out[f"{name}_s"] = p.mean
+            for stat in STATS[1:]:
+                out[f"{name}_{stat}_s"] = p.get(stat)
+        out.update(output_tokens_per_s=m.output_tokens_per_s, total_tokens_per_s=m.total_tokens_per_s,
+                   requests_per_s=m.requests_per_s, goodput_rps=m.goodput_rps, slo_met_fraction=m.slo_met_fraction,
+                   preemptions=m.preemptions, mean_concurrency=m.mean_concurrency, little_error=m.little_error,
+                   kv_mean_fraction=m.kv_mean_fraction, kv_peak_fraction=m.kv_peak_fraction,
+                   average_power_w_per_gpu=self.average_power_w_per_gpu, j_per_output_token=self.j_per_output_token,
+                   usd_per_h=self.usd_per_h, usd_per_million_output_tokens=self.usd_per_million_output_tokens,
+                   timeline=[list(p) for p in m.timeline], notes=list(self.notes))
+        return out
+
+
+_STEPS: dict[tuple, StepModel] = {}
+
+
+def _step_model(req: Request, ctx: Context, model: Model, engine: str, exact: tuple[int, ...],
+                contexts: tuple[int, ...] = ()) -> StepModel:
+    """The StepModel of one copy, kept across calls (its grid is the expensive part)."""
+    par = parallelism(req)
+    key = (id(ctx), model.name, req.device, par.tp, par.pp, par.ep, req.dtype, engine, req.power_limit_w,
+           req.scaleout_gbps, exact, contexts)
+    got = _STEPS.get(key)
+    if got is None:
+        if len(_STEPS) > 32:
+            _STEPS.clear()
+        got = _STEPS[key] = StepModel(target_of(req, ctx, engine), model, par, req.dtype, engine, exact, contexts)
+    return got
+
+
+def _arrivals(req: Request, load: Load, model: Model) -> tuple[loads.Arrivals, str]:
+    """The requests of the load (closed loop: lengths only, arrival times unused) and its description."""
+    given = [x is not None for x in (load.rate_rps, load.concurrency, load.trace)]
+    if sum(given) != 1:
+        raise ConfigError("serve needs exactly one of --rate, --concurrency or --trace")
+    if load.trace is not None:
+        arrivals = loads.read_trace(load.trace)
+        return arrivals, f"trace {load.trace} ({len(arrivals):,} requests)"
+    n = load.requests
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SIM_REQUESTS:
+        raise ConfigError(f"--requests must be a whole number in [1, {MAX_SIM_REQUESTS:,}], got {n!r}")
+    if load.lengths:
+        lengths = loads.preset_lengths(load.lengths)
+        what = f"lengths {load.lengths}"
+    else:
+        prompt = prompt_len(model, req.input_len, req.output_len, req.dtype)
+        lengths = loads.fixed_lengths(prompt, req.output_len)
+        what = f"{prompt:,} prompt + {req.output_len:,} output tokens"
+    if load.concurrency is not None:
+        c = load.concurrency
+        if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= MAX_SIM_REQUESTS:
+            raise ConfigError(f"--concurrency must be a whole number in [1, {MAX_SIM_REQUESTS:,}], got {c!r}")
+        arrivals = loads.poisson(1.0, n, lengths, load.seed)  # lengths only: clients send on completion
+        return arrivals, f"{c} concurrent clients, {n:,} requests, {what}"
+    if load.arrival == "poisson":
+        arrivals = loads.poisson(load.rate_rps, n, lengths, load.seed)
+    elif load.arrival == "gamma":
+        arrivals = loads.gamma(load.rate_rps, load.cv, n, lengths, load.seed)
+    else:
+        raise ConfigError(f"--arrival must be poisson or gamma, got {load.arrival!r}")
+    bursty = f", gamma cv {load.cv:g}" if load.arrival == "gamma" else ", Poisson"
+    return arrivals, f"{load.rate_rps:g} requests/s{bursty}, {n:,} requests, {what}"
+
+
+def _copies(req: Request, disagg: str | None) -> tuple[int, int]:
+    """(prefill copies, decode copies); (0, dp) when every copy does both."""
+    par = parallelism(req)
+    if disagg is None:
+        return 0, par.dp
+    m = re.fullmatch(r"(\d{1,4})p(\d{1,4})d", str(disagg).strip().lower())
+    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+        raise ConfigError(f"--disagg must look like 1p1d or 2p3d (prefill and decode copies), got {disagg!r}")
+    x, y = int(m.group(1)), int(m.group(2))
+    if req.gpus is not None and req.gpus != (x + y) * par.tp * par.pp:
+        raise ConfigError(f"--gpus {req.gpus} != ({x} + {y}) copies x tp x pp = {(x + y) * par.tp * par.pp}")
+    return x, y
+
+
+def _kv_blocks(steps: StepModel, policy: Policy, fraction: tuple[float, str] | None, longest_prompt: int) -> int:
+    """KV blocks of one copy: the memory model's room beside the weights and the activations of the
+    largest step, with the engine's share of memory: of the whole device ("total": vLLM's
+    gpu_memory_utilization), or of what is left free ("free": TensorRT-LLM's free_gpu_memory_fraction)."""
+    budget = min(policy.token_budget or policy.max_seqs * longest_prompt, 2**24)
+    if fraction is None:
+        tokens = steps.kv_capacity_tokens(budget, steps.target.defaults.memory_usable_fraction)
+    elif fraction[1] == "free":
+        tokens = int(fraction[0] * steps.kv_capacity_tokens(budget, 1.0))
+    else:
+        tokens = steps.kv_capacity_tokens(budget, fraction[0])
+    return tokens // policy.block_tokens
+
+
+def _spread(arrivals: loads.Arrivals, parts: int) -> list[np.ndarray]:
+    """Indices of the requests each of `parts` copies gets (round-robin in arrival order)."""
+    order = np.argsort(arrivals.arrival_s, kind="stable")
+    return [order[i::parts] for i in range(parts)]
+
+
+def _run_copies(steps, policy, kv_blocks, arrivals: loads.Arrivals, parts: int, clients: int, think_s: float,
+                prefilled: bool = False, outputs: np.ndarray | None = None) -> list[tuple[np.ndarray, Run]]:
+    out_len = arrivals.output_len if outputs is None else outputs
+    runs = []
+    for i, idx in enumerate(_spread(arrivals, parts)):
+        share = clients // parts + (1 if i < clients % parts else 0) if clients else 0
+        if idx.size == 0 or (clients and share == 0):
+            continue
+        runs.append((idx, simulate(steps, policy, kv_blocks, arrivals.arrival_s[idx], arrivals.input_len[idx],
+                                   out_len[idx], share, think_s, prefilled)))
+    return runs
+
+
+def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: Slo = Slo(),
+          ctx: Context | None = None, model: Model | None = None) -> ServeResult:
+    """Simulate `req`'s deployment under `load`; see the module docstring."""
+    ctx = ctx or default_context()
+    model = model or resolve(req.model)
+    if model.family != "decoder":
+        raise ConfigError(f"serve simulates generative (decoder) models; {model.name} is {model.family}: "
+                          "use planner predict")
+    if slo.stat not in STATS:
+        raise ConfigError(f"--slo-stat must be one of {', '.join(STATS)}, got {slo.stat!r}")
+    for value, flag in ((slo.ttft_s, "--slo-ttft"), (slo.tpot_s, "--slo-tpot"), (load.think_s, "--think-s")):
+        if value is not None and not 0 <= finite(value, flag) <= 1e6:
+            raise ConfigError(f"{flag} must be seconds in [0, 1e6], got {value!r}")
+    device = ctx.device(req.device)
+    engine, engine_note = engine_for(replace(req, mode="inference"), model, device)
+    policy, fraction = policy_for(get_engine(engine), scheduling.max_num_seqs, scheduling.max_num_batched_tokens,
+                                  scheduling.prefix_hit_rate, req.batch if isinstance(req.batch, int) else None)
+    arrivals, what = _arrivals(req, load, model)
+    # a fixed-length load puts its prompt and its first and last decode contexts on the grid: the closed
+    # forms (one request at a time = predict's TTFT and TPOT) then hold exactly
+    pairs = np.unique(np.stack([arrivals.input_len, arrivals.output_len]), axis=1)
+    exact = tuple(sorted({int(i) for i in pairs[0]})) if pairs.shape[1] <= 4 else ()
+    contexts = tuple(sorted({int(i + o - 1) for i, o in pairs.T} | set(exact))) if exact else ()
+    steps = _step_model(req, ctx, model, engine, exact, contexts)
+    kv_blocks = _kv_blocks(steps, policy, fraction, int(arrivals.input_len.max()))
+    par = parallelism(req)
+    if kv_blocks < 1:
+        raise ConfigError(f"{model.name} leaves no memory for a KV cache on {par.tp * par.pp} x {device.id} "
+                          f"(tp {par.tp}, pp {par.pp}): use a larger --tp, or a smaller step budget")
+    prefill_copies, decode_copies = _copies(req, scheduling.disagg)
+    clients = load.concurrency or 0
+    notes = [engine_note, describe(policy), f"KV cache: {kv_blocks:,} blocks of {policy.block_tokens} tokens per copy "
+             f"({kv_blocks * policy.block_tokens:,} tokens)"]
+    if prefill_copies:
+        run = _disaggregated(steps, policy, kv_blocks, arrivals, prefill_copies, decode_copies, device, par, clients,
+                             notes)
+        runs = [run]
+    else:
+        runs = [r for _, r in _run_copies(steps, policy, kv_blocks, arrivals, decode_copies, clients, load.think_s)]
+    metrics = summarize(runs, slo.ttft_s, slo.tpot_s)
+    copies = prefill_copies + decode_copies
+    gpus = copies * par.tp * par.pp
+    power = per_token = usd_h = usd_m = None
+    if metrics.duration_s > 0 and device.tdp_w:
+        power = metrics.energy_j / (gpus * metrics.duration_s)
+        per_token = metrics.energy_j / max(1, metrics.output_tokens)
+    basis = price(steps.target, gpus, CostOptions(req.instance, req.site, req.pricing, req.utilization),
+                  power or 0.0, par.tp)
+    if basis is not None:
+        usd_h = basis.usd_per_h
+        if metrics.output_tokens:
+            usd_m = usd_h * metrics.duration_s / 3600 / metrics.output_tokens * 1e6
+        notes.append(f"priced on {basis.what}")
+    if metrics.rejected:
+        notes.append(f"{metrics.rejected:,} requests rejected: longer than a copy's whole KV cache")
+    eff = steps.target.efficiency
+    return ServeResult(model.name, device.id, engine, gpus, par.tp, copies, describe(policy), kv_blocks,
+                       policy.block_tokens, what, metrics, eff.tier, eff.band_fraction, power, per_token, usd_h,
+                       usd_m, tuple(notes))
+
+
+def _disaggregated(steps: StepModel, policy: Policy, kv_blocks: int, arrivals: loads.Arrivals, x: int, y: int,
+                   device, par, clients: int, notes: list) -> Run:
+    """One Run over both pools: prefill copies (outputs of 1 token), the KV transfer, decode copies."""
+    if clients:
+        raise ConfigError("--disagg runs open-loop loads (--rate or --trace), not --concurrency")
+    n = len(arrivals)
+    first = np.full(n, math.nan)
+    prefill_runs = _run_copies(steps, policy, kv_blocks, arrivals, x, 0, 0.0, outputs=np.ones(n, dtype=np.int64))
+    for idx, run in prefill_runs:
+        first[idx] = run.first_token_s
+    same_node = (x + y) * par.tp * par.pp <= max(1, device.devices_per_node)
+    link = device.scaleup_bytes_per_s if same_node else device.scaleout_bytes_per_s
+    if not link:
+        raise ConfigError(f"{device.id} has no sourced {'scale-up' if same_node else 'scale-out'} bandwidth for the "
+                          "KV transfer of disaggregated serving")
+    transfer = arrivals.input_len * steps.kv_bytes_per_token / (par.tp * link)
+    notes.append(f"disaggregated {x}p{y}d: KV cache moved over the {'scale-up' if same_node else 'scale-out'} link at "
+                 f"{link / 1e9:.0f} GB/s per device; decode copies do not hold back prefills (no backpressure)")
+    ok = np.isfinite(first)
+    ready = (first + transfer)[ok]
+    order = np.argsort(ready, kind="stable")
+    back = np.flatnonzero(ok)[order]
+    decode = loads.Arrivals(ready[order], arrivals.input_len[back], arrivals.output_len[back])
+    finish = np.full(n, math.nan)
+    decode_runs = _run_copies(steps, policy, kv_blocks, decode, y, 0, 0.0, prefilled=True)
+    for idx, run in decode_runs:
+        finish[back[idx]] = run.finish_s
+    lead = decode_runs[0][1] if decode_runs else prefill_runs[0][1]
+    in_system = (sum(r.in_system_s for _, r in prefill_runs) + float(transfer[ok].sum())
+                 + sum(r.in_system_s for _, r in decode_runs))
+    return Run(arrivals.arrival_s, first, finish, arrivals.input_len, arrivals.output_len,
+               np.zeros(n, dtype=int), lead.step_end_s, lead.step_kv_blocks, lead.step_running, lead.step_waiting,
+               lead.step_preemptions, lead.step_decodes, kv_blocks, sum(r.busy_s for _, r in prefill_runs + decode_runs),
+               sum(r.energy_j for _, r in prefill_runs + decode_runs), in_system,
+               sum(r.prefill_tokens for _, r in prefill_runs))

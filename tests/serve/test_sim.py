@@ -1,0 +1,145 @@
+"""The event loop against closed forms: one request at a time, M/D/1, Little's law, KV bookkeeping,
+and monotonic properties (a higher rate never lowers p90 TTFT, more KV never adds preemptions)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.predict.api import Request
+from planner.predict.context import default_context
+from planner.serve import load as loads
+from planner.serve.api import _step_model
+from planner.serve.metrics import summarize
+from planner.serve.policies import Sglang, Static, Trtllm, Vllm
+from planner.serve.sim import simulate
+from planner.workload.zoo import resolve
+
+PROMPT, OUTPUT = 512, 64
+
+
+@pytest.fixture(scope="module")
+def steps():
+    ctx = default_context()
+    req = Request("llama-3.1-8b", "h100-sxm", input_len=PROMPT, output_len=OUTPUT)
+    return _step_model(req, ctx, resolve("llama-3.1-8b"), "vllm", (PROMPT,), (PROMPT, PROMPT + OUTPUT - 1))
+
+
+def _run(steps, policy, kv_blocks, arrivals, clients=0):
+    return simulate(steps, policy, kv_blocks, arrivals.arrival_s, arrivals.input_len, arrivals.output_len, clients)
+
+
+def test_one_request_at_a_time_is_prefill_then_decode_steps(steps):
+    # arrivals 10 s apart, each request done in well under a second: nothing ever queues, so
+    # TTFT = prefill of 512 tokens and TPOT = the mean decode step over contexts 512 .. 574
+    n = 20
+    arrivals = loads.Arrivals(np.arange(n) * 10.0, np.full(n, PROMPT), np.full(n, OUTPUT))
+    m = summarize([_run(steps, Vllm(8192, 256, 16), 10_000, arrivals)])
+    prefill = steps.linear_s(PROMPT) + steps.attention_s(PROMPT)
+    contexts = PROMPT + np.arange(OUTPUT - 1)  # KV tokens before each of the 63 decode steps
+    tpot = np.mean([steps.decode(1, c)[0] for c in contexts])
+    assert m.ttft_s.mean == pytest.approx(prefill, rel=1e-12)
+    assert m.ttft_s.p99 == pytest.approx(prefill, rel=1e-12)
+    assert m.tpot_s.mean == pytest.approx(tpot, rel=1e-9)
+    assert m.e2e_s.mean == pytest.approx(prefill + (OUTPUT - 1) * tpot, rel=1e-9)
+    assert m.preemptions == 0 and m.completed == n
+
+
+@pytest.mark.parametrize("policy", [Vllm(8192, 256, 16), Sglang(8192, 256, 16), Trtllm(8192, 256, 16),
+                                    Static(0, 16, 1, chunked=False, mixed=False)], ids=lambda p: p.name)
+@pytest.mark.parametrize("rate", [5.0, 40.0, 400.0])
+def test_littles_law_holds_on_every_run(steps, policy, rate):
+    # L (time-average in the system, integrated by the loop) = λ W (completions per s x mean E2E)
+    arrivals = loads.poisson(rate, 600, loads.fixed_lengths(PROMPT, OUTPUT), seed=3)
+    m = summarize([_run(steps, policy, 4000, arrivals)])
+    assert m.completed == 600
+    assert m.little_error < 0.02
+    assert m.mean_concurrency == pytest.approx(m.requests_per_s * m.e2e_s.mean, rel=0.02)
+
+
+def test_md1_matches_pollaczek_khinchine(steps):
+    # one slot (max_seqs 1), one output token: each request is served by one prefill step of fixed
+    # length S, so the queue is M/D/1 and the mean wait is Wq = ρ S / (2 (1 − ρ)) (P-K with Var = 0)
+    service = steps.linear_s(PROMPT) + steps.attention_s(PROMPT)
+    rho = 0.6
+    arrivals = loads.poisson(rho / service, 60_000, loads.fixed_lengths(PROMPT, 1), seed=11)
+    m = summarize([_run(steps, Vllm(8192, 1, 16), 10_000, arrivals)])
+    wait = m.ttft_s.mean - service
+    expected = rho * service / (2 * (1 - rho))  # 0.6 S / 0.8 = 0.75 S
+    assert wait == pytest.approx(expected, rel=0.05)
+
+
+def test_kv_blocks_balance_and_preemption_recomputes(steps):
+    # a KV cache of 400 blocks (6,400 tokens) against 64 requests of 576 tokens at once: preemptions
+    # happen, every block is returned at the end, and every request still completes
+    arrivals = loads.Arrivals(np.zeros(64), np.full(64, PROMPT), np.full(64, OUTPUT))
+    run = _run(steps, Vllm(8192, 256, 16), 400, arrivals)
+    assert run.preemptions.sum() > 0
+    assert np.isfinite(run.finish_s).all()
+    assert run.step_kv_blocks.max() <= 400
+    assert run.step_kv_blocks[-1] == 0
+    assert run.prefill_tokens > 64 * PROMPT  # recomputation prefilled some prompts twice
+
+
+def test_trtllm_reserves_and_never_preempts(steps):
+    arrivals = loads.Arrivals(np.zeros(64), np.full(64, PROMPT), np.full(64, OUTPUT))
+    run = _run(steps, Trtllm(8192, 256, 16), 400, arrivals)
+    assert run.preemptions.sum() == 0
+    # 400 blocks hold floor(400 / ceil(576 / 16)) = floor(400 / 36) = 11 requests at once
+    assert run.step_running.max() <= 11
+
+
+def test_sequence_too_long_for_the_cache_is_rejected(steps):
+    arrivals = loads.Arrivals(np.array([0.0, 1.0]), np.array([PROMPT, 4000]), np.array([OUTPUT, OUTPUT]))
+    run = _run(steps, Vllm(8192, 256, 16), 100, arrivals)  # 1,600 tokens of KV
+    assert np.isfinite(run.finish_s[0]) and np.isnan(run.finish_s[1])
+
+
+@settings(max_examples=int(__import__('os').environ.get('PLANNER_EXAMPLES', 12)), deadline=None)
+@given(low=st.floats(1.0, 60.0), factor=st.floats(1.05, 3.0), seed=st.integers(0, 50),
+       policy=st.sampled_from([Vllm(8192, 256, 16), Sglang(8192, 256, 16), Trtllm(8192, 256, 16)]))
+def test_higher_rate_never_lowers_p90_ttft(steps, low, factor, seed, policy):
+    # the same requests (the same seed: gaps are the same unit draws scaled by 1/rate), only faster
+    lengths = loads.fixed_lengths(PROMPT, OUTPUT)
+    slow = summarize([_run(steps, policy, 3000, loads.poisson(low, 300, lengths, seed))])
+    fast = summarize([_run(steps, policy, 3000, loads.poisson(low * factor, 300, lengths, seed))])
+    # not pathwise exact at light load: an arrival that lands later in a running step waits less for
+    # it, so p90 may move the "wrong" way by less than one step (one decode step: about 7 ms here);
+    # anything beyond that would be a real inversion
+    one_step = steps.decode(1, PROMPT)[0]
+    assert fast.ttft_s.p90 >= slow.ttft_s.p90 - one_step
+
+
+@settings(max_examples=12, deadline=None)
+@given(blocks=st.integers(40, 2000), extra=st.integers(1, 2000), seed=st.integers(0, 50))
+def test_reserving_the_output_never_preempts_whatever_the_kv(steps, blocks, extra, seed):
+    # TensorRT-LLM's GUARANTEED_NO_EVICT: a request starts only with KV for its whole output, so no
+    # amount of KV memory (more or less) can cause a preemption
+    arrivals = loads.poisson(200.0, 200, loads.fixed_lengths(PROMPT, OUTPUT), seed)
+    for kv in (blocks, blocks + extra):
+        assert _run(steps, Trtllm(8192, 256, 16), kv, arrivals).preemptions.sum() == 0
+
+
+@pytest.mark.parametrize("policy", [Vllm(8192, 256, 16), Sglang(8192, 256, 16)], ids=lambda p: p.name)
+@pytest.mark.parametrize("blocks", [200, 400, 750, 1500, 3000])
+def test_more_kv_never_adds_preemptions(steps, policy, blocks):
+    # on-demand allocation: twice the KV never adds preemptions (ShareGPT lengths, 4 seeds, 300
+    # requests each at 100 requests/s, an overload that keeps the cache full)
+    lengths = loads.preset_lengths("sharegpt")
+
+    def preemptions(kv):
+        return sum(_run(steps, policy, kv, loads.poisson(100.0, 300, lengths, seed)).preemptions.sum()
+                   for seed in range(4))
+
+    assert preemptions(2 * blocks) <= preemptions(blocks)
+
+
+def test_on_demand_allocation_is_not_monotone_path_by_path(steps):
+    # The pathwise form of the property is false for vLLM's algorithm, as it is in vLLM: with 80 blocks
+    # two 512-token prompts (32 blocks each) are admitted and grow to 36 blocks each (72 <= 80): no
+    # preemption; with 97 blocks a third is admitted (96), and the three cannot all grow (108 > 97), so
+    # the latest admitted is preempted, recomputed, re-admitted, preempted again. Kept as a test so a
+    # change of this behaviour is noticed.
+    arrivals = loads.poisson(200.0, 200, loads.fixed_lengths(PROMPT, OUTPUT), 0)
+    assert _run(steps, Vllm(8192, 256, 16), 80, arrivals).preemptions.sum() == 0
+    assert _run(steps, Vllm(8192, 256, 16), 97, arrivals).preemptions.sum() > 0
