@@ -65,7 +65,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
               f"pays off after {months}; renting is cheaper below {b['breakeven_utilization']:.0%} utilization")
     for note in plan.notes:
         print(f"note           {note}")
-    print("check          " + ("passed: every assignment re-predicted meets demand, SLOs, budget and power"
+    print("check          " + ("passed: every assignment re-predicted (or re-simulated) meets demand, SLOs, budget and power"
                                if not problems else "FAILED: " + "; ".join(problems)))
     return 0 if not problems else 1
 

@@ -7,6 +7,12 @@ tensor-parallel group; each replica serves batches of b requests back to back, o
 latency = TTFT + (O−1)·TPOT, so the unit sustains (c/tp)·b / latency requests per second. The
 search takes tp in 1, 2, 4, 8 (dividing c and the heads) and b in powers of two, keeps the
 configurations that fit in memory with TTFT and TPOT within the SLOs, and returns the best.
+
+Simulated load (SLOs such as `ttft_p90_s`): one copy of tp devices is simulated under Poisson arrivals
+of the bucket's requests with the engine's continuous batching (planner/serve), and its capacity is
+the highest rate whose run meets the SLOs (bisection, planner/serve/sweep.py); a unit of c devices
+serves c/tp times that. Cost: seven simulations of 300 requests per (device, tp, bucket), plus
+the step-time grid of each (device, tp), a few seconds; kept for the process.
 """
 
 from __future__ import annotations
@@ -155,9 +161,78 @@ def _serving(ctx: Context, model: str, dtype: str, input_len: int, output_len: i
     return best
 
 
+PLAN_REQUESTS = 300
+"""Requests per simulation when capacity comes from the serving simulator (a Poisson load, seed 0)."""
+PLAN_BISECTIONS = 6
+"""Halvings of the rate interval: the capacity is within 1/64 of the saturation rate below the best."""
+_COPY: dict[tuple, object] = {}
+
+
+def copy_request(workload: ServingWorkload, bucket: Bucket, device_id: str, tp: int) -> Request:
+    """The Request of one model copy of `tp` devices serving `bucket` (the simulator's unit)."""
+    return Request(workload.model, device_id, gpus=tp, tp=tp, input_len=bucket.input_len,
+                   output_len=bucket.output_len, dtype=workload.dtype, engine=workload.engine)
+
+
+def copy_slo(workload: ServingWorkload):
+    from planner.serve.api import Slo
+
+    return Slo(workload.ttft_s, workload.tpot_s, workload.ttft_stat, workload.tpot_stat)
+
+
+def copy_load(rate_rps: float | None = None):
+    from planner.serve.api import Load
+
+    return Load(rate_rps=rate_rps, requests=PLAN_REQUESTS, seed=0)
+
+
+def _copy_capacity(ctx: Context, workload: ServingWorkload, bucket: Bucket, device_id: str, tp: int):
+    """The highest Poisson rate one copy serves within the SLOs (planner/serve/sweep.py max_rate), kept
+    per (model, precision, bucket, SLOs, device, tp, engine): a unit's size only multiplies it."""
+    from planner.serve.api import Scheduling
+    from planner.serve.sweep import max_rate
+
+    key = (id(ctx), workload.model, workload.dtype, bucket.input_len, bucket.output_len, workload.ttft_s,
+           workload.tpot_s, workload.ttft_stat, workload.tpot_stat, device_id, tp, workload.engine)
+    if key not in _COPY:
+        try:
+            _COPY[key] = max_rate(copy_request(workload, bucket, device_id, tp), copy_load(), Scheduling(),
+                                  copy_slo(workload), ctx, bisections=PLAN_BISECTIONS)
+        except PlannerError:
+            _COPY[key] = None
+    return _COPY[key]
+
+
+def _simulated(ctx: Context, workload: ServingWorkload, bucket: Bucket, device_id: str, device_count: int,
+               pue: float) -> ServingCapacity | None:
+    """Capacity of a unit from simulation: copies of the smallest tensor-parallel group that serves any
+    load within the SLOs, and of the next one (a larger group only pays where a copy is too slow)."""
+    best, tried = None, 0
+    for tp in _tp_options(workload.model, device_count):
+        cap = _copy_capacity(ctx, workload, bucket, device_id, tp)
+        if cap is None or cap.at_rate is None or cap.rate_rps <= 0:
+            continue
+        tried += 1
+        copies = device_count // tp
+        run = cap.at_rate
+        power_w = run.average_power_w_per_gpu
+        kw = power_w * device_count * pue / 1000 if power_w is not None else None
+        m = run.metrics
+        rps = copies * cap.rate_rps
+        if best is None or rps > best.rps:
+            best = ServingCapacity(rps, tp, 0, m.ttft_s.get(workload.ttft_stat), m.tpot_s.get(workload.tpot_stat), kw)
+        if tried == 2:
+            break
+    return best
+
+
 def serving_capacity(ctx: Context, workload: ServingWorkload, bucket: Bucket, candidate: Candidate,
                      pue: float = 1.0) -> ServingCapacity | None:
-    """The best SLO-meeting configuration of one unit of `candidate` on one bucket, or None."""
+    """The best SLO-meeting configuration of one unit of `candidate` on one bucket, or None: under
+    simulated load when the SLOs name a statistic (batch 0: continuous batching), else batches back
+    to back."""
+    if workload.simulated:
+        return _simulated(ctx, workload, bucket, candidate.device_id, candidate.device_count, pue)
     return _serving(ctx, workload.model, workload.dtype, bucket.input_len, bucket.output_len, workload.ttft_s,
                     workload.tpot_s, candidate.device_id, candidate.device_count, pue, workload.engine)
 

@@ -22,6 +22,7 @@ def check(plan: Plan, scenario: Scenario, ctx: Context | None = None) -> list[st
     load: dict[str, float] = {}
     served: dict[str, float] = {}
     workloads = {w.name: w for w in scenario.workloads}
+    simulated = []
     for a in plan.assignments:
         name, index = a["flow"].rsplit("/", 1)
         w = workloads[name]
@@ -29,6 +30,13 @@ def check(plan: Plan, scenario: Scenario, ctx: Context | None = None) -> list[st
         cand = by_key.get(a["candidate"])
         if cand is None:
             problems.append(f"{a['candidate']}: not a candidate of this scenario")
+            continue
+        if w.simulated:
+            # load in units from the plan's recorded capacity; the SLOs are re-simulated below at the
+            # rate each copy then carries
+            load[cand.key] = load.get(cand.key, 0.0) + a["rps"] / a["capacity_rps"]
+            served[a["flow"]] = served.get(a["flow"], 0.0) + a["rps"]
+            simulated.append((a, w, b, cand))
             continue
         p = predict(Request(w.model, cand.device_id, gpus=a["tp"], tp=a["tp"], batch=a["batch"],
                             input_len=b.input_len, output_len=b.output_len, dtype=w.dtype, engine=w.engine), ctx)
@@ -42,6 +50,8 @@ def check(plan: Plan, scenario: Scenario, ctx: Context | None = None) -> list[st
         rps_per_unit = (cand.device_count // a["tp"]) * a["batch"] / m["latency_s"]
         load[cand.key] = load.get(cand.key, 0.0) + a["rps"] / rps_per_unit
         served[a["flow"]] = served.get(a["flow"], 0.0) + a["rps"]
+    for a, w, b, cand in simulated:
+        problems += _resimulate(a, w, b, cand, load[cand.key] / max(1, units.get(cand.key, 0)), ctx)
     for wi, w in enumerate(scenario.workloads):
         for bi, b in enumerate(w.buckets):
             flow = f"{w.name}/{bi}"
@@ -64,3 +74,27 @@ def check(plan: Plan, scenario: Scenario, ctx: Context | None = None) -> list[st
     if c.power_cap_kw is not None and power > c.power_cap_kw * (1 + 1e-6):
         problems.append(f"on-prem power {power:.1f} kW over the {c.power_cap_kw} kW cap")
     return problems
+
+
+def _resimulate(a: dict, w, b, cand, utilization: float, ctx: Context) -> list[str]:
+    """Simulate one copy of the assignment at the rate it carries in the plan: its share of the
+    candidate's units, loaded as the plan loads them (utilization x the copy's capacity), and check the
+    SLO statistics of that run."""
+    from planner.plan.capacity import copy_load, copy_request, copy_slo
+    from planner.serve.api import serve
+
+    copies = cand.device_count // a["tp"]
+    rate = a["capacity_rps"] / copies * min(1.0, utilization)
+    run = serve(copy_request(w, b, cand.device_id, a["tp"]), copy_load(rate), slo=copy_slo(w), ctx=ctx)
+    m = run.metrics
+    out = []
+    for metric, limit, stat, values in (("TTFT", w.ttft_s, w.ttft_stat, m.ttft_s), ("TPOT", w.tpot_s, w.tpot_stat,
+                                                                                  m.tpot_s)):
+        value = values.get(stat)
+        if value is None or value > limit * (1 + TOLERANCE):
+            shown = "none" if value is None else f"{value:.4f} s"
+            out.append(f"{a['flow']} on {cand.key}: simulated {stat} {metric} {shown} at {rate:.2f} requests/s per "
+                       f"copy, over the {limit} s SLO")
+    if m.rejected:
+        out.append(f"{a['flow']} on {cand.key}: {m.rejected} requests longer than a copy's KV cache")
+    return out

@@ -119,11 +119,20 @@ class ServingWorkload:
     """Requests per second to sustain."""
     buckets: tuple[Bucket, ...]
     ttft_s: float
-    """SLO on time to first token."""
+    """SLO on time to first token, s."""
     tpot_s: float
-    """SLO on time per output token."""
+    """SLO on time per output token, s."""
     engine: str | None = None
     """Execution engine (hardware_specs/engines); None: the default (vllm on GPUs)."""
+    ttft_stat: str | None = None
+    """The statistic the TTFT SLO binds under simulated load ("mean", "p50", "p90", "p99"), from a key
+    such as `ttft_p90_s`; None for `ttft_s` (with no percentile key anywhere: batches back to back)."""
+    tpot_stat: str | None = None
+
+    @property
+    def simulated(self) -> bool:
+        """True when an SLO names a statistic: capacity comes from the serving simulator."""
+        return self.ttft_stat is not None or self.tpot_stat is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,12 +364,31 @@ def _workloads(root: _At, allow_model_files: bool) -> tuple[ServingWorkload, ...
         if abs(total - 1) > 1e-6:
             raise w.child("buckets").fail(f"shares add up to {total:g}, not 1")
         slo = w.child("slo")
-        slo.mapping(("ttft_s", "tpot_s"))
+        (ttft, ttft_stat), (tpot, tpot_stat) = _slo(slo, "ttft"), _slo(slo, "tpot")
+        if (ttft_stat or tpot_stat) and not (ttft_stat and tpot_stat):
+            # one statistic named: the other plain key is read as the mean under the simulator
+            ttft_stat, tpot_stat = ttft_stat or "mean", tpot_stat or "mean"
         workloads.append(ServingWorkload(
             name, model, _precision(w), w.child("demand_rps").number(DEMAND_RPS),
-            tuple(buckets), slo.child("ttft_s").number(SLO_S), slo.child("tpot_s").number(SLO_S),
-            _engine(w, "inference")))
+            tuple(buckets), ttft, tpot, _engine(w, "inference"), ttft_stat, tpot_stat))
     return tuple(workloads)
+
+
+SLO_STATS = ("mean", "p50", "p90", "p99")
+SLO_KEYS = tuple(f"{m}_s" for m in ("ttft", "tpot")) + tuple(f"{m}_{s}_s" for m in ("ttft", "tpot") for s in SLO_STATS)
+
+
+def _slo(slo: _At, metric: str) -> tuple[float, str | None]:
+    """(limit s, statistic) of one metric: `ttft_s` (statistic None) or one of `ttft_p90_s`, ..."""
+    slo.mapping(SLO_KEYS)
+    keys = [k for k in slo.value if k.startswith(f"{metric}_")] if isinstance(slo.value, dict) else []
+    if len(keys) != 1:
+        raise slo.fail(f"needs exactly one {metric.upper()} objective: {metric}_s (batches back to back) or "
+                       f"{metric}_p90_s and the like (simulated load: {', '.join(SLO_STATS)}); got "
+                       f"{', '.join(keys) or 'none'}")
+    key = keys[0]
+    stat = key[len(metric) + 1:-2] or None
+    return slo.child(key).number(SLO_S), stat
 
 
 def _engine(node: _At, mode: str) -> str | None:

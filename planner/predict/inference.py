@@ -31,10 +31,11 @@ from planner.workload.zoo import Model
 AUTO_BATCHES = tuple(2**i for i in range(13))  # 1 .. 4096
 
 
-def pass_time(target: Target, dg: DeviceGraph, tokens: int) -> tuple[float, list[float], list[float]]:
-    """(wall time, per-stage busy time, per-stage op energy) of one pass of `dg` through every stage."""
+def pass_time(target: Target, dg: DeviceGraph, tokens: int, stages=None) -> tuple[float, list[float], list[float]]:
+    """(wall time, per-stage busy time, per-stage op energy) of one pass of `dg` through every stage
+    (`stages`: its stage_times when the caller has them already)."""
     device, defaults, node = target.device, target.defaults, target.node_size
-    stages = stage_times(dg, device, target.efficiency, target.power)
+    stages = stages if stages is not None else stage_times(dg, device, target.efficiency, target.power)
     busy, energy = [], []
     wall = 0.0
     for s, st in enumerate(stages):

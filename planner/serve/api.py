@@ -75,9 +75,12 @@ class Slo:
     ttft_s: float | None = None
     tpot_s: float | None = None
     stat: str = "p90"
+    tpot_stat: str | None = None
+    """The statistic of TPOT when it differs from `stat`."""
 
     def met(self, m: ServeMetrics) -> bool:
-        for limit, value in ((self.ttft_s, m.ttft_s.get(self.stat)), (self.tpot_s, m.tpot_s.get(self.stat))):
+        tpot_stat = self.tpot_stat or self.stat
+        for limit, value in ((self.ttft_s, m.ttft_s.get(self.stat)), (self.tpot_s, m.tpot_s.get(tpot_stat))):
             if limit is not None and (value is None or value > limit):
                 return False
         return m.rejected == 0
@@ -219,6 +222,7 @@ def _run_copies(steps, policy, kv_blocks, arrivals: loads.Arrivals, parts: int, 
                 prefilled: bool = False, outputs: np.ndarray | None = None) -> list[tuple[np.ndarray, Run]]:
     out_len = arrivals.output_len if outputs is None else outputs
     runs = []
+    parts = min(parts, clients) if clients else parts  # a copy with no client gets no requests
     for i, idx in enumerate(_spread(arrivals, parts)):
         share = clients // parts + (1 if i < clients % parts else 0) if clients else 0
         if idx.size == 0 or (clients and share == 0):
@@ -236,7 +240,7 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     if model.family != "decoder":
         raise ConfigError(f"serve simulates generative (decoder) models; {model.name} is {model.family}: "
                           "use planner predict")
-    if slo.stat not in STATS:
+    if slo.stat not in STATS or (slo.tpot_stat or slo.stat) not in STATS:
         raise ConfigError(f"--slo-stat must be one of {', '.join(STATS)}, got {slo.stat!r}")
     for value, flag in ((slo.ttft_s, "--slo-ttft"), (slo.tpot_s, "--slo-tpot"), (load.think_s, "--think-s")):
         if value is not None and not 0 <= finite(value, flag) <= 1e6:

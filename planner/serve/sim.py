@@ -216,7 +216,7 @@ class _Loop:
             budget -= q
         # vLLM V1 admits no waiting request in a step that preempted one (scheduler.py: `if not
         # preempted_reqs`): taking new work right after freeing blocks for running work would thrash
-        while self.waiting and budget > 0 and len(self.running) < policy.max_seqs and \
+        while self.waiting and (budget > 0 or self.prefilled) and len(self.running) < policy.max_seqs and \
                 self.preemptions == preempted_before:
             rid = self.waiting[0]
             left = self.target[rid] - self.done[rid]
@@ -255,6 +255,9 @@ class _Loop:
         chunks: list[tuple[int, int]] = []
         decodes = 0
         self._step_preemptions = self.preemptions
+        if self.prefilled and self.waiting:
+            # disaggregated decode: arrivals bring their KV and join the decodes of this step
+            self._plan_prefill(0, chunks, False)
         if not policy.mixed and (self.prefilling or self.waiting):
             self._plan_prefill(policy.token_budget, chunks, True)
         if not chunks:
@@ -327,7 +330,7 @@ class _Loop:
                     continue
                 break
             if not self.step():
-                rid = self.waiting[0]
+                rid = self.waiting[0] if self.waiting else next(iter(self.running))
                 raise ConfigError(f"request {rid} ({self.inp[rid]:,} + {self.out[rid]:,} tokens) cannot be scheduled: "
                                   f"{self.total:,} KV blocks of {self.policy.block_tokens} tokens and a step budget of "
                                   f"{self.policy.token_budget:,} tokens")

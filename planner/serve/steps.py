@@ -97,8 +97,8 @@ class StepModel:
     def _pass(self, mode: str, batch: int, tokens: int) -> tuple[float, float, float]:
         """(wall s, attention s, copy energy J) of one pass."""
         dg = device_graph(self.model, self._workload(mode, batch, tokens), self.par)
-        wall, busy, energy = pass_time(self.target, dg, batch * tokens if mode == "prefill" else batch)
         stages = stage_times(dg, self.target.device, self.target.efficiency, self.target.power)
+        wall, busy, energy = pass_time(self.target, dg, batch * tokens if mode == "prefill" else batch, stages)
         attention = sum(t for st in stages for (_, cat), t in st.breakdown_s.items() if cat == "attention")
         return wall, attention, batch_energy(self.target, self.par, wall, busy, energy)
 

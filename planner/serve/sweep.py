@@ -75,8 +75,9 @@ def sweep(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
 
 
 def max_rate(req: Request, load: Load, scheduling: Scheduling, slo: Slo, ctx: Context | None = None,
-             model: Model | None = None, saturation_rps: float | None = None) -> Capacity:
-    """The highest Poisson rate whose run meets `slo` (bisection; see the module docstring)."""
+             model: Model | None = None, saturation_rps: float | None = None, bisections: int = BISECTIONS) -> Capacity:
+    """The highest Poisson rate whose run meets `slo` (bisection, `bisections` halvings of the interval
+    from 0 to the saturation rate; see the module docstring)."""
     if slo.ttft_s is None and slo.tpot_s is None:
         raise ConfigError("the highest rate within SLOs needs --slo-ttft and/or --slo-tpot")
     ctx = ctx or default_context()
@@ -86,7 +87,7 @@ def max_rate(req: Request, load: Load, scheduling: Scheduling, slo: Slo, ctx: Co
     if top <= 0:
         return Capacity(0.0, 0.0, None)
     lo, hi, best = 0.0, top, None
-    for _ in range(BISECTIONS):
+    for _ in range(bisections):
         mid = (lo + hi) / 2
         run = serve(req, _open(load, mid), scheduling, slo, ctx, model)
         if slo.met(run.metrics):

@@ -1,0 +1,163 @@
+"""`planner serve` from the command line: the text report, JSON without NaN, the rate sweep and its
+curve, a trace file, and bad input as one line on stderr with exit status 2 (never a traceback).
+
+Every run uses the same model, device and lengths as tests/serve/test_api.py, so the step-time grid
+(planner/serve/api.py _STEPS, one per process) is filled once."""
+
+import json
+import random
+
+import pytest
+
+from planner.cli import main
+
+BASE = ["serve", "llama-3.1-8b", "--device", "h100-sxm", "--input-len", "512", "--output-len", "128"]
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main([*BASE, *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _no_nan(text: str):
+    def refuse(constant):
+        raise AssertionError(f"{constant} in JSON output")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_text_report_has_the_latency_rows_and_littles_law(capsys):
+    rc, out, err = _run(capsys, "--rate", "10", "--requests", "200")
+    assert rc == 0, err
+    assert err == ""
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
+    for name in ("TTFT", "TPOT", "ITL", "E2E"):
+        assert len(rows[name]) == 8, rows[name]  # mean, p50, p90, p99, each a number and a unit
+    assert "Little's law" in out
+    assert "10 requests/s, Poisson, 200 requests, 512 prompt + 128 output tokens" in out
+    assert "nan" not in out.lower() and "inf " not in out
+
+
+def test_json_parses_and_has_no_nan(capsys):
+    rc, out, err = _run(capsys, "--rate", "10", "--requests", "200", "--slo-ttft", "0.5", "--json")
+    assert rc == 0, err
+    got = _no_nan(out)
+    assert got["requests"] == got["completed"] == 200
+    assert got["goodput_rps"] is not None and 0 < got["goodput_rps"] <= got["requests_per_s"] * (1 + 1e-12)
+    for key in ("ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "tpot_p90_s", "e2e_p99_s",
+                "output_tokens_per_s", "requests_per_s"):
+        assert isinstance(got[key], float) and got[key] > 0, key
+
+
+def test_sweep_writes_a_png_curve_and_the_rate_within_slos(tmp_path, capsys):
+    png = tmp_path / "curve.png"
+    rc, out, err = _run(capsys, "--rate", "10", "--requests", "200", "--sweep-rate", "3", "--slo-ttft", "0.5",
+                        "--curve", str(png))
+    assert rc == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "within SLOs" in out and "saturation" in out and str(png) in out
+    table = [line for line in out.splitlines() if line.strip() and line.split()[0].replace(".", "").isdigit()]
+    assert len(table) == 3  # one row per rate
+
+
+def test_sweep_json_has_no_nan(capsys):
+    rc, out, err = _run(capsys, "--rate", "10", "--requests", "100", "--sweep-rate", "2", "--slo-ttft", "0.5",
+                        "--json")
+    assert rc == 0, err
+    got = _no_nan(out)
+    assert len(got["curve"]) == 2
+    assert 0 < got["max_rate_within_slo_rps"] <= got["saturation_rps"]
+
+
+def test_a_trace_file_runs(tmp_path, capsys):
+    trace = tmp_path / "trace.csv"
+    # 6 requests of 512 prompt and 128 output tokens, 0.2 s apart (the settings of the other runs)
+    trace.write_text("arrival_s,input_len,output_len\n" + "".join(f"{0.2 * i:.1f},512,128\n" for i in range(6)))
+    rc, out, err = _run(capsys, "--trace", str(trace), "--json")
+    assert rc == 0, err
+    got = _no_nan(out)
+    assert got["requests"] == got["completed"] == 6
+    assert "(6 requests)" in got["load"]
+
+
+def test_a_disaggregated_deployment_runs_sglang(capsys):
+    rc, out, err = _run(capsys, "--rate", "5", "--requests", "50", "--gpus", "2", "--disagg", "1p1d",
+                        "--engine", "sglang", "--json")
+    assert rc == 0, err
+    got = _no_nan(out)
+    assert got["copies"] == 2 and got["completed"] == 50
+
+
+def test_a_disaggregated_deployment_runs_default_engine(capsys):
+    rc, out, err = _run(capsys, "--rate", "5", "--requests", "50", "--gpus", "2", "--disagg", "1p1d")
+    assert rc == 0, err
+
+
+def _garbage(path):
+    path.write_bytes(bytes(random.Random(7).randrange(256) for _ in range(4096)))
+    return path
+
+
+def _text(content):
+    def write(path):
+        path.write_text(content)
+        return path
+    return write
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--device", "h100-sx", "--rate", "5"], "unknown device 'h100-sx'"),
+    (["--rate", "0"], "rate"),
+    (["--rate", "-3"], "rate"),
+    (["--rate", "nan"], "--rate"),
+    (["--rate", "inf"], "--rate"),
+    (["--rate", "5", "--concurrency", "3"], "not allowed with argument --rate"),
+    ([], "one of the arguments --rate --concurrency --trace is required"),
+    (["--rate", "5", "--curve", "x.png"], "--curve needs --sweep-rate"),
+    (["--rate", "5", "--disagg", "1x1"], "--disagg"),
+    (["--rate", "5", "--requests", "0"], "--requests"),
+    (["--rate", "5", "--prefix-hit-rate", "1.5"], "--prefix-hit-rate"),
+    (["--rate", "5", "--slo-ttft", "-1"], "--slo-ttft"),
+    (["--rate", "5", "--slo-stat", "p42"], "--slo-stat"),
+    (["--rate", "5", "--sweep-rate", "1"], "--sweep-rate"),
+    (["--rate", "5", "--lengths", "nosuch"], "unknown length preset"),
+    (["--concurrency", "4", "--gpus", "2", "--disagg", "1p1d"], "--disagg"),
+], ids=["unknown-device", "rate-0", "rate-negative", "rate-nan", "rate-inf", "rate-and-concurrency", "no-load",
+        "curve-without-sweep", "disagg-1x1", "requests-0", "prefix-1.5", "slo-negative", "slo-stat",
+        "sweep-1-point", "unknown-lengths", "disagg-closed-loop"])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    rc, out, err = _run(capsys, *argv)
+    assert rc == 2
+    # planner's own errors start "planner: error:", argparse's "planner serve: error:"
+    assert err.startswith("planner") and " error: " in err and err.count("\n") == 1, err
+    assert message in err and "Traceback" not in err
+    assert out == ""
+
+
+HOSTILE_TRACES = [
+    ("missing.csv", None, "does not exist"),
+    ("garbage.csv", _garbage, "not UTF-8"),
+    ("garbage.jsonl", _garbage, "not UTF-8"),
+    ("trace.txt", _text("arrival_s,input_len,output_len\n0,512,128\n"), "unknown suffix"),
+    ("empty.csv", _text("arrival_s,input_len,output_len\n"), "has no requests"),
+    ("header.csv", _text("a,b,c\n0,512,128\n"), "needs exactly one of arrival_s"),
+    ("nan.csv", _text("arrival_s,input_len,output_len\n0,512,128\n0.1,nan,128\n"), "line 3"),
+    ("huge.csv", _text("arrival_s,input_len,output_len\n0,99999999999,128\n"), "'input_len'"),
+    ("negative.csv", _text("arrival_s,input_len,output_len\n-1,512,128\n"), "'arrival_s'"),
+    ("ragged.csv", _text("arrival_s,input_len,output_len\n0,512\n"), "2 cells"),
+    ("broken.jsonl", _text('{"arrival_s": 0, "input_len": 512, "output_len": 128}\n{broken\n'), "line 2"),
+    ("list.jsonl", _text("[1, 2, 3]\n"), "JSON object"),
+    ("overflow.jsonl", _text('{"arrival_s": 0, "input_len": 1e400, "output_len": 3}\n'), "'input_len'"),
+]
+
+
+@pytest.mark.parametrize("name,write,message", HOSTILE_TRACES, ids=[name for name, _, _ in HOSTILE_TRACES])
+def test_a_hostile_trace_is_one_line_and_exit_2(tmp_path, capsys, name, write, message):
+    path = tmp_path / name
+    if write is not None:
+        write(path)
+    rc, out, err = _run(capsys, "--trace", str(path))
+    assert rc == 2
+    assert err.startswith("planner: error: trace") and err.count("\n") == 1, err
+    assert message in err and "Traceback" not in err
+    assert out == ""
