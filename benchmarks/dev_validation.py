@@ -4,10 +4,11 @@ Reads benchmarks/data/dev_measurements.csv (a copy of the development validation
 benchmarks/data/README.md for its columns and sources; nothing outside the repository is read). For
 every row planner can express, it predicts the row's metric through the public API (`planner.predict`:
 Request, predict, default_context; `planner.predict.ops.predict_op` for GEMMs, device copies and
-collectives, as `planner op` does) and compares it with the published value. Rows it cannot express
-are listed with the reason; no number is ever filled in for them.
+collectives, as `planner op` does; `planner.serve.api.serve` for rows measured under a serving load)
+and compares it with the published value. Rows it cannot express are listed with the reason; no number
+is ever filled in for them.
 
-Run (about 15-20 s on 2 cores, start-up included):
+Run (about 25-35 s on 2 cores, start-up included):
     .venv/bin/python benchmarks/dev_validation.py                          # print the tables
     .venv/bin/python benchmarks/dev_validation.py --limit 20               # the first 20 rows only
     .venv/bin/python benchmarks/dev_validation.py --category gemm --category membw
@@ -35,9 +36,20 @@ do not, and are listed in the row's notes. A stated power limit ("at 500W power 
   weights and optimizer state).
 - engine (hardware_specs/engines): TensorRT-LLM -> trtllm, vLLM -> vllm, SGLang -> sglang, Megatron/NeMo
   -> megatron, TensorRT -> tensorrt, torch.compile / Inductor / gpt-fast -> compile, anything else -> eager.
-- workloads: LLM serving rows are one static batch (offline runs of N prompts: the batch of all N when it
-  fits in memory, else the largest power of two below N that fits, run in waves); concurrency-C serving is
-  a static batch of C; training rows use the stated per-GPU micro-batch, one micro-batch per step unless
+- paths: a row measured by an online serving benchmark under a load (its scenario states a concurrency,
+  "N concurrent requests" or a request rate; engine vllm, sglang or trtllm; not a fitted value) runs
+  through the serving simulator (path "serve", below); every other row through `predict` or `planner op`
+  (path "predict"). For a serve row the predict path is computed as well and kept beside it
+  (`predict_path`), so that the summary shows both on the same rows.
+- workloads: LLM rows on the predict path are one static batch (offline runs of N prompts: the batch of
+  all N when it fits in memory, else the largest power of two below N that fits, run in waves; static
+  batches, batch-1 decode); serve rows run `serve(Request, Load)` with the row's engine, device, tp and
+  precision under the engine file's scheduler defaults: concurrency C is a closed loop of C clients
+  (`Load(concurrency=C, requests=K)`, K the stated request count, else max(10 C, 100)), a request rate R
+  an open Poisson loop (`Load(rate_rps=R, requests=K)`, K stated, else 1000: the --num-prompts default
+  of vLLM's benchmark_serving.py / vllm bench serve), fixed lengths from input_len/output_len, or a
+  length preset where the row names a dataset (ShareGPT -> sharegpt, hardware_specs/serving/lengths.csv);
+  training rows use the stated per-GPU micro-batch, one micro-batch per step unless
   gradient accumulation is stated, ZeRO-3 for FSDP, ZeRO-0 for DDP, and the stated activation
   checkpointing (per-op SAC -> selective); an LLM training row that does not state it is not expressed.
 - metrics: images/sequences per s = samples per s of the deployment (per GPU where the metric says so);
@@ -46,19 +58,29 @@ do not, and are listed in the row's notes. A stated power limit ("at 500W power 
   latency of a batch-1 request; ms_per_token = TPOT; s_per_batch = latency; tokens_per_s_per_gpu =
   training tokens/s / GPUs; mfu_fraction = planner's MFU; tflop_per_s = 2MNK / time (the best over the
   stated sizes for "best of" rows); gb_per_s = 2 x bytes / time of a device copy; busbw_gb_per_s =
-  nccl-tests bus bandwidth; time_us = collective time.
+  nccl-tests bus bandwidth; time_us = collective time. Serve rows read the simulated benchmark client
+  (planner/serve/metrics.py, as vllm bench serve defines them): output_tokens_per_s, tokens_per_s_total
+  and requests_per_s = output tokens, prompt + output tokens and completed requests / the run's span;
+  ms_per_token = the stated statistic of inter-token latency (every gap between two streamed tokens,
+  pooled over requests: ServeMetrics.itl_s) or of TPOT ((E2E - TTFT) / (output - 1) per request:
+  tpot_s); a TTFT metric = the stated statistic of ttft_s.
 
 Output. stdout: median and p90 of |ln(predicted / measured)| and the median signed ln ratio (bias: > 0 =
 planner predicts more of the metric than measured) per category, per engine family and per GPU; the
-count expressed out of the rows read; the rows not expressed, grouped by reason; planner errors with
-their inputs. With --out PATH or --save, JSON with one record per row:
+count expressed out of the rows read; per path; for the rows on the serving simulator, the median error
+per category on the predict path (before) and on the simulator (after); the rows not expressed, grouped
+by reason; planner errors with their inputs. With --out PATH or --save, JSON with one record per row:
     id, category, model, hardware, engine (the framework_and_version column), engine_family, metric,
-    measured (the published value), expressed (bool), and when expressed: predicted, ln_ratio =
+    measured (the published value), path ("predict" or "serve": which path produced, or would produce,
+    the prediction), expressed (bool), and when expressed: predicted, ln_ratio =
     ln(predicted / measured), abs_ln_ratio, device, device_match, gpu (the GPU label used for grouping),
     fits (planner's memory check; the measured run did fit), tier, settings (the planner call: Request
     fields or op arguments, plus notes on approximations); when not expressed: reason (the first check that
     fails, "kind: detail"), the planner call when the library refused it, and traceback for an unexpected
-    library error.
+    library error. A serve row also has predict_path: expressed, and predicted, ln_ratio, abs_ln_ratio or
+    reason of the predict path on the same row; its settings hold the Load, what was read and a summary
+    of the simulated run. The JSON summary's serve_vs_predict gives, per category and overall, the median
+    |ln| of the rows on both paths before (predict) and after (serve).
 """
 
 import argparse
@@ -84,6 +106,7 @@ sys.path.insert(0, str(ROOT))
 from planner.errors import PlannerError  # noqa: E402
 from planner.predict import Request, default_context, predict  # noqa: E402
 from planner.predict.ops import predict_op  # noqa: E402
+from planner.serve.api import Load, serve  # noqa: E402
 from planner.workload.quant import precision  # noqa: E402
 
 NAME = "dev_validation"
@@ -179,6 +202,78 @@ PLANNER_ENGINES = (  # (pattern on framework_and_version and notes, planner engi
 def engine_of(row: dict) -> str:
     found = first_match(PLANNER_ENGINES, row["framework_and_version"])
     return found[0] if found else "eager"
+
+
+# ---------------------------------------------------------------- serving loads (path "serve")
+
+SERVE_ENGINES = ("vllm", "sglang", "trtllm")
+"""Engines with a scheduler block (hardware_specs/engines): the simulator runs their policies."""
+
+RATE_DEFAULT_REQUESTS = 1000
+"""Requests of a request-rate row that does not state its count: the --num-prompts default of vLLM's
+benchmarks/benchmark_serving.py ("By default <num_prompts> is 1000", its docstring) and vllm bench serve."""
+
+LENGTH_PRESETS = ((r"^ShareGPT$", "sharegpt"),)
+"""(pattern on the input_len column, length preset of hardware_specs/serving/lengths.csv)."""
+
+
+def serving_load(row: dict) -> dict | None:
+    """The load a serving row was measured under, as `Load` fields: {"concurrency": C} (closed loop) or
+    {"rate_rps": R} (open loop), with "requests" where the notes state the count and "lengths" where the
+    row names a dataset; None for every other row (offline and static batches, batch-1 decode, fitted
+    values, engines without a scheduler)."""
+    if not row["category"].startswith("inference_llm") or engine_of(row) not in SERVE_ENGINES:
+        return None
+    scenario = row["scenario"]
+    if re.search(r"\bintercept\b|\bfit\b", scenario):
+        return None  # a value fitted over a sweep (an extrapolation), not a load that was run
+    if m := re.search(r"request rate (\d+(?:\.\d+)?) ?(?:QPS|req(?:uests)?/s)", scenario):
+        load: dict = {"rate_rps": float(m.group(1))}
+    elif m := re.search(r"\bconcurrency[ -]?(\d+)\b|\b(\d+) concurrent (?:requests|clients|users)\b", scenario):
+        load = {"concurrency": int(m.group(1) or m.group(2))}
+    else:
+        return None
+    if m := re.search(r"\b(\d[\d,]*) (?:requests|prompts)\b(?!\s*/)", row["notes"]):
+        load["requests"] = int(m.group(1).replace(",", ""))
+    if found := first_match(LENGTH_PRESETS, row["input_len"].strip()):
+        load["lengths"] = found[0]
+    return load
+
+
+STATS = ((r"\bmedian\b|\bp50\b", "p50"), (r"\bmean\b|\baverage\b", "mean"), (r"\bp90\b", "p90"), (r"\bp99\b", "p99"))
+"""(pattern on the scenario, then the notes; Percentiles field)."""
+
+SERVE_RATES = {  # metric -> ServeMetrics field; each as vllm bench serve prints it, over the run's span
+    "output_tokens_per_s": "output_tokens_per_s",  # "Output token throughput": generated tokens / duration
+    "tokens_per_s_total": "total_tokens_per_s",  # "Total Token throughput": (prompt + generated) / duration
+    "requests_per_s": "requests_per_s",  # "Request throughput": completed requests / duration
+}
+
+
+def serve_reading(row: dict) -> dict:
+    """What to read of the simulated run for the row's metric: {"field", "stat" (latencies), "scale", "what"};
+    NotExpressed when the metric is not a serving client's or its statistic is not stated."""
+    metric = row["metric"]
+    if metric in SERVE_RATES:
+        return {"field": SERVE_RATES[metric], "stat": None, "scale": 1.0, "what": SERVE_RATES[metric]}
+    if metric == "ms_per_token":
+        # TPOT where the row says so: (E2E - TTFT) / (output tokens - 1) per request (ServeMetrics.tpot_s);
+        # else inter-token latency (the data README's meaning of ms_per_token): every gap between two
+        # streamed tokens, pooled over the requests (ServeMetrics.itl_s, decode steps weighted by their tokens)
+        quantity = "tpot_s" if re.search(r"\bTPOT\b|time per output token", row["scenario"]) else "itl_s"
+        scale = 1e3
+    elif "ttft" in metric.lower():
+        quantity = "ttft_s"  # TTFT: first token - request sent (ServeMetrics.ttft_s)
+        scale = 1e3 if re.search(r"(^|_)ms(_|$)", metric) else 1.0
+    else:
+        raise NotExpressed(f"metric not produced: {metric} by the serving simulator")
+    for text in (row["scenario"], row["notes"]):
+        if found := first_match(STATS, text):
+            stat = found[0]
+            break
+    else:
+        raise NotExpressed(f"configuration not stated: which statistic of {quantity[:-2].upper()} ({metric})")
+    return {"field": quantity, "stat": stat, "scale": scale, "what": f"{quantity}.{stat} x {scale:g}"}
 
 
 BABELSTREAM_ARRAY_BYTES = 2**25 * 8
@@ -295,21 +390,28 @@ def recompute_of(row: dict) -> str:
     raise NotExpressed("configuration not stated: activation checkpointing")
 
 
-def plan_model(row: dict) -> Plan:
-    category, metric = row["category"], row["metric"]
+def model_fields(row: dict, mode: str) -> tuple[dict, list, str, str, str | None]:
+    """(Request fields of the model, device, precision, engine, layout and power limit; notes; catalog
+    device; GPU label; device note), checked in that order."""
     model, model_note = model_of(row["model"])
     device, gpu, device_note = device_of(row["hardware"])
     dtype, dtype_note = dtype_of(row["precision"])
-    mode = "training" if category.startswith("training") else "inference"
     layout = parallel_layout(row, mode)
     notes = [n for n in (model_note, device_note, dtype_note) if n]
-    if metric == "requests_per_s":
-        raise NotExpressed("workload not modelled: a request-length distribution (ShareGPT) needs a simulator")
-    batch = integer(row, "batch_size", "batch")
     fields = {"model": model, "device": device, "mode": mode, "dtype": dtype, "engine": engine_of(row), **layout}
     if limit := power_limit_of(row["hardware"]):
         fields["power_limit_w"] = limit
         notes.append(f"stated power limit {limit:g} W as --power-limit-w")
+    return fields, notes, device, gpu, device_note
+
+
+def plan_model(row: dict) -> Plan:
+    category, metric = row["category"], row["metric"]
+    mode = "training" if category.startswith("training") else "inference"
+    fields, notes, device, gpu, device_note = model_fields(row, mode)
+    if metric == "requests_per_s":
+        raise NotExpressed("workload not modelled: a request-length distribution (ShareGPT) needs a simulator")
+    batch = integer(row, "batch_size", "batch")
     if mode == "training":
         llm = category == "training_llm"
         if llm:
@@ -323,7 +425,7 @@ def plan_model(row: dict) -> Plan:
         else:
             fields["seq_len"] = integer(row, "input_len", "sequence length")
         accumulated = re.search(r"accumulated (\d+)", row["notes"])
-        if accumulated and layout["dp"] == 1:
+        if accumulated and fields["dp"] == 1:
             fields["global_batch"] = int(accumulated.group(1))
             notes.append(f"gradient accumulation: {int(accumulated.group(1)) // batch} micro-batches per step")
         elif category == "training_bert" and not re.search(r"accumulation 1\b", row["notes"]):
@@ -358,6 +460,43 @@ def plan_model(row: dict) -> Plan:
             notes.append("tokens_per_s read as generated tokens / latency (the data README: definition uncertain)")
     match = "exact" if device_note is None else "nearest"
     return Plan("request", device, gpu, match, {"request": fields, "offline": "offline" in row["scenario"]}, notes)
+
+
+def plan_serve(row: dict, load: dict) -> Plan:
+    """A serving row on the simulator: the Request as for predict, the row's load and what to read."""
+    fields, notes, device, gpu, device_note = model_fields(row, "inference")
+    reading = serve_reading(row)
+    load = dict(load)
+    if "lengths" in load:
+        notes.append(f"{row['input_len']} lengths: the {load['lengths']} preset (hardware_specs/serving/lengths.csv: "
+                     "a lognormal fit whose spread the file marks as assumed), sampled with seed 0")
+    else:
+        fields.update(input_len=integer(row, "input_len", "input length"),
+                      output_len=integer(row, "output_len", "output length"))
+        if m := re.search(r"(?:\+-|±) ?(\d+)% variance", row["notes"]):
+            notes.append(f"lengths varied by +-{m.group(1)}% in the measurement: simulated at the stated "
+                         f"{fields['input_len']:,} / {fields['output_len']:,} tokens")
+    if "concurrency" in load:
+        c = load["concurrency"]
+        if "requests" not in load:
+            load["requests"] = max(10 * c, 100)
+            notes.append(f"request count not stated: {load['requests']} (10 x concurrency, at least 100)")
+        batch = row["batch_size"].strip()
+        if batch and batch != str(c):
+            notes.append(f"batch_size {batch} differs from the stated concurrency {c}: concurrency used")
+        what = f"closed loop: {c} clients, {load['requests']} requests"
+    else:
+        if "requests" not in load:
+            load["requests"] = RATE_DEFAULT_REQUESTS
+            notes.append(f"request count not stated: {RATE_DEFAULT_REQUESTS} (benchmark_serving.py --num-prompts "
+                         "default)")
+        what = f"open loop: Poisson arrivals at {load['rate_rps']:g} requests/s, {load['requests']} requests"
+    if m := re.search(r"[^,(]*settings(?: \([^)]*\))?", row["framework_and_version"]):
+        notes.append(f"engine settings stated as '{m.group(0).strip()}': the engine file's scheduler defaults "
+                     "are simulated")
+    notes.append(f"{what}; metric read as {reading['what']}")
+    match = "exact" if device_note is None else "nearest"
+    return Plan("serve", device, gpu, match, {"request": fields, "load": load, "read": reading}, notes)
 
 
 def gemm_shapes(row: dict) -> tuple[list[tuple[int, int, int]], str | None]:
@@ -465,6 +604,29 @@ def predict_model(plan: Plan, metric: str, ctx, cache: dict) -> tuple[float, dic
     return value, {"fits": p.fits, "tier": p.tier}
 
 
+def serve_model(plan: Plan, ctx, cache: dict) -> tuple[float, dict]:
+    """serve() once per distinct (Request, Load): a throughput row and a latency row of the same run share it."""
+    req, load = Request(**plan.settings["request"]), Load(**plan.settings["load"])
+    key = ("serve", req, load)
+    if key not in cache:
+        cache[key] = serve(req, load, ctx=ctx)
+    r = cache[key]
+    m, read = r.metrics, plan.settings["read"]
+    got = getattr(m, read["field"])
+    if read["stat"] is not None:
+        got = got.get(read["stat"])
+    if got is None:
+        raise NotExpressed(f"metric not produced: the simulated run has no {read['what']} "
+                           f"({m.completed} of {m.requests} requests completed)")
+    plan.settings["serve"] = {
+        "policy": r.policy, "load": r.load, "kv_blocks_per_copy": r.kv_blocks_per_copy, "duration_s": m.duration_s,
+        "completed": m.completed, "rejected": m.rejected, "preemptions": m.preemptions,
+        "ttft_p50_s": m.ttft_s.p50, "tpot_mean_s": m.tpot_s.mean, "itl_p50_s": m.itl_s.p50,
+        "output_tokens_per_s": m.output_tokens_per_s, "requests_per_s": m.requests_per_s,
+        "little_error": m.little_error, "notes": list(r.notes)}
+    return got * read["scale"], {"fits": m.rejected == 0, "tier": r.tier}
+
+
 def predict_ops(plan: Plan, metric: str, ctx) -> tuple[float, dict]:
     values, tier = [], None
     for call in plan.settings["ops"]:
@@ -477,30 +639,44 @@ def predict_ops(plan: Plan, metric: str, ctx) -> tuple[float, dict]:
     return max(values), {"fits": None, "tier": tier}
 
 
-def evaluate(row: dict, ctx, cache: dict) -> dict:
-    record = {"id": row["id"], "category": row["category"], "model": row["model"], "hardware": row["hardware"],
-              "engine": row["framework_and_version"], "engine_family": engine_family(row["framework_and_version"]),
-              "metric": row["metric"], "measured": float(row["value"])}
+def attempt(row: dict, load: dict | None, measured: float, ctx, cache: dict) -> dict:
+    """The row on one path: the simulator under `load`, or predict / planner op when None."""
     try:
-        plan = plan_row(row)
+        plan = plan_serve(row, load) if load is not None else plan_row(row)
     except NotExpressed as exc:
-        return {**record, "expressed": False, "reason": str(exc)}
+        return {"expressed": False, "reason": str(exc)}
     try:
-        if plan.kind == "request":
+        if plan.kind == "serve":
+            predicted, extra = serve_model(plan, ctx, cache)
+        elif plan.kind == "request":
             predicted, extra = predict_model(plan, row["metric"], ctx, cache)
         else:
             predicted, extra = predict_ops(plan, row["metric"], ctx)
+    except NotExpressed as exc:
+        return {"expressed": False, "reason": str(exc), "settings": plan.settings}
     except PlannerError as exc:
         reason = f"planner refused: {' '.join(str(exc).split())}"
-        return {**record, "expressed": False, "reason": reason, "settings": plan.settings}
+        return {"expressed": False, "reason": reason, "settings": plan.settings}
     except Exception as exc:  # a library bug: keep going, record the inputs and the traceback
         reason = f"planner error: {type(exc).__name__}: {exc}"
-        return {**record, "expressed": False, "reason": reason, "settings": plan.settings,
-                "traceback": traceback.format_exc()}
-    ln_ratio = math.log(predicted / record["measured"])
-    return {**record, "expressed": True, "predicted": predicted, "ln_ratio": ln_ratio, "abs_ln_ratio": abs(ln_ratio),
+        return {"expressed": False, "reason": reason, "settings": plan.settings, "traceback": traceback.format_exc()}
+    ln_ratio = math.log(predicted / measured)
+    return {"expressed": True, "predicted": predicted, "ln_ratio": ln_ratio, "abs_ln_ratio": abs(ln_ratio),
             "device": plan.device, "device_match": plan.device_match, "gpu": plan.gpu, **extra,
             "settings": {**plan.settings, "notes": plan.notes}}
+
+
+def evaluate(row: dict, ctx, cache: dict) -> dict:
+    load = serving_load(row)
+    record = {"id": row["id"], "category": row["category"], "model": row["model"], "hardware": row["hardware"],
+              "engine": row["framework_and_version"], "engine_family": engine_family(row["framework_and_version"]),
+              "metric": row["metric"], "measured": float(row["value"]), "path": "serve" if load else "predict"}
+    out = {**record, **attempt(row, load, record["measured"], ctx, cache)}
+    if load is not None:  # the predict path on the same row: the summary's "before"
+        before = attempt(row, None, record["measured"], ctx, cache)
+        out["predict_path"] = {k: before[k] for k in ("expressed", "predicted", "ln_ratio", "abs_ln_ratio", "reason")
+                               if k in before}
+    return out
 
 
 # ---------------------------------------------------------------- summary and printing
@@ -532,6 +708,46 @@ def print_table(title: str, table: dict) -> None:
     for name, s in table.items():
         print(f"{name[:44]:<44} {s['n']:>4} {s['median_abs_ln_ratio']:>12.3f} {s['p90_abs_ln_ratio']:>9.3f} "
               f"{s['median_ln_ratio']:>+10.3f}")
+
+
+def serve_vs_predict(records: list[dict]) -> dict:
+    """The rows on the serving simulator: median |ln| per category and overall on the predict path (before)
+    and on the simulator (after), over the rows expressed on both; the ids moved, newly expressed by the
+    simulator, and no longer expressed."""
+    serve_rows = [r for r in records if r["path"] == "serve"]
+    both = [r for r in serve_rows if r["expressed"] and r["predict_path"]["expressed"]]
+    table = {}
+    groups: dict[str, list[dict]] = {"all": both}
+    for r in both:
+        groups.setdefault(r["category"], []).append(r)
+    for name, rows in groups.items():
+        if rows:
+            table[name] = {"n": len(rows),
+                           "median_abs_ln_ratio_predict": statistics.median(r["predict_path"]["abs_ln_ratio"]
+                                                                            for r in rows),
+                           "median_abs_ln_ratio_serve": statistics.median(r["abs_ln_ratio"] for r in rows),
+                           "ids": [r["id"] for r in rows]}
+    return {"by_category": table,
+            "newly_expressed": [r["id"] for r in serve_rows if r["expressed"] and not r["predict_path"]["expressed"]],
+            "no_longer_expressed": [r["id"] for r in serve_rows
+                                    if not r["expressed"] and r["predict_path"]["expressed"]],
+            "serve_rows": [r["id"] for r in serve_rows]}
+
+
+def print_serve_vs_predict(s: dict) -> None:
+    if not s["serve_rows"]:
+        return
+    print(f"\nrows on the serving simulator (path serve): {len(s['serve_rows'])}; median |ln| of the rows expressed "
+          "on both paths")
+    print(f"{'category':<44} {'n':>4} {'before (predict)':>17} {'after (serve)':>14}")
+    for name, t in sorted(s["by_category"].items(), key=lambda kv: (kv[0] == "all", kv[0])):
+        ids = ", ".join(t["ids"]) if name != "all" else ""
+        print(f"{name:<44} {t['n']:>4} {t['median_abs_ln_ratio_predict']:>17.3f} "
+              f"{t['median_abs_ln_ratio_serve']:>14.3f}  {ids}".rstrip())
+    for label, key in (("newly expressed by the simulator", "newly_expressed"),
+                       ("expressed on the predict path only", "no_longer_expressed")):
+        if s[key]:
+            print(f"{label}: {', '.join(s[key])}")
 
 
 def reason_group(reason: str) -> str:
@@ -575,9 +791,10 @@ def main() -> None:
     missing = [r for r in records if not r["expressed"]]
     summary = {"overall": summarize([{**r, "all": "all"} for r in done], "all") if done else {},
                "by_category": summarize(done, "category"), "by_engine_family": summarize(done, "engine_family"),
-               "by_gpu": summarize(done, "gpu"),
+               "by_gpu": summarize(done, "gpu"), "by_path": summarize(done, "path"),
                "exact_device_only": summarize([{**r, "all": "exact"} for r in done if r["device_match"] == "exact"],
-                                              "all") if done else {}}
+                                              "all") if done else {},
+               "serve_vs_predict": serve_vs_predict(records)}
     print(f"dev validation: {len(done)} of {len(rows)} rows expressed ({total_rows} in {DATA.relative_to(ROOT)}); "
           f"error = |ln(predicted / measured)|, bias = median ln (> 0: planner predicts more)")
     if done:
@@ -586,10 +803,12 @@ def main() -> None:
         print_table("by category", summary["by_category"])
         print_table("by engine family", summary["by_engine_family"])
         print_table("by GPU (as stated; device match)", summary["by_gpu"])
+        print_table("by path (predict: closed forms; serve: simulator)", summary["by_path"])
         nofit = [r["id"] for r in done if r["fits"] is False]
         if nofit:
             print(f"\npredicted although planner's memory model says they do not fit ({len(nofit)}): "
                   f"{', '.join(nofit)}")
+    print_serve_vs_predict(summary["serve_vs_predict"])
     groups: dict[str, list[dict]] = {}
     for r in missing:
         groups.setdefault(reason_group(r["reason"]), []).append(r)

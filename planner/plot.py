@@ -123,8 +123,8 @@ def draw_curve(path: str, series: list[tuple[str, list[tuple[float, float]]]], x
         _, v = px(0, y_hi * i / 5)
         d.line([u, TOP, u, H - BOTTOM], fill=(230, 230, 230))
         d.line([LEFT, v, W - RIGHT, v], fill=(230, 230, 230))
-        d.text((u - 12, H - BOTTOM + 6), f"{x_hi * i / 5:.3g}", fill=(0, 0, 0))
-        d.text((8, v - 6), f"{y_hi * i / 5:.3g}", fill=(0, 0, 0))
+        d.text((u - 12, H - BOTTOM + 6), _tick(x_hi * i / 5), fill=(0, 0, 0))
+        d.text((8, v - 6), _tick(y_hi * i / 5), fill=(0, 0, 0))
     for k, (name, pts) in enumerate(series):
         colour = SERIES[k % len(SERIES)]
         line = [px(x, y) for x, y in pts]
@@ -143,3 +143,7 @@ def draw_curve(path: str, series: list[tuple[str, list[tuple[float, float]]]], x
     d.text((W // 2 - 100, H - 30), x_label, fill=(0, 0, 0))
     d.text((8, TOP - 20), y_label, fill=(0, 0, 0))
     return _save(img, target)
+
+
+def _tick(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"

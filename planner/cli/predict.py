@@ -169,6 +169,12 @@ def _read_configs(path: str) -> list[dict]:
     return rows
 
 
+def _serve_row(row: dict) -> bool:
+    from planner.serve.api import is_serve_row
+
+    return is_serve_row(row)
+
+
 def _run_configs(args: argparse.Namespace) -> int:
     from planner.predict.api import predict, request_from_row
 
@@ -182,6 +188,9 @@ def _run_configs(args: argparse.Namespace) -> int:
             if "op" in row:
                 from planner.predict.ops import predict_op_row
                 out = predict_op_row(row)
+            elif _serve_row(row):
+                from planner.serve.api import serve_row
+                out = serve_row(row)
             else:
                 out = predict(request_from_row(row)).as_dict()
             print(json.dumps(json_safe({"id": ident, **out}), default=str, allow_nan=False))

@@ -26,7 +26,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", metavar="NAME", help="vllm (default on GPUs), sglang, trtllm; eager = static batches")
     p.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     precision_flags(p)
-    load = p.add_mutually_exclusive_group(required=True)
+    load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", type=finite_float, metavar="RPS", help="open loop: requests per second")
     load.add_argument("--concurrency", type=positive_int, metavar="N", help="closed loop: N clients")
     load.add_argument("--trace", metavar="FILE", help="CSV or JSONL of arrival_s, input_len, output_len")

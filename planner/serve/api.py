@@ -263,8 +263,7 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
                           f"(tp {par.tp}, pp {par.pp}): use a larger --tp, or a smaller step budget")
     prefill_copies, decode_copies = _copies(req, scheduling.disagg)
     clients = load.concurrency or 0
-    notes = [engine_note, describe(policy), f"KV cache: {kv_blocks:,} blocks of {policy.block_tokens} tokens per copy "
-             f"({kv_blocks * policy.block_tokens:,} tokens)"]
+    notes = [engine_note]
     if prefill_copies:
         run = _disaggregated(steps, policy, kv_blocks, arrivals, prefill_copies, decode_copies, device, par, clients,
                              notes)
@@ -328,3 +327,41 @@ def _disaggregated(steps: StepModel, policy: Policy, kv_blocks: int, arrivals: l
                lead.step_preemptions, lead.step_decodes, kv_blocks, sum(r.busy_s for _, r in prefill_runs + decode_runs),
                sum(r.energy_j for _, r in prefill_runs + decode_runs), in_system,
                sum(r.prefill_tokens for _, r in prefill_runs))
+
+
+SERVE_KEYS = ("concurrency", "arrival_rate_rps", "requests", "lengths", "arrival", "cv", "seed", "slo_ttft_s",
+              "slo_tpot_s", "slo_stat", "max_num_seqs", "max_num_batched_tokens", "prefix_hit_rate", "disagg")
+"""--configs keys that make a row a simulated serving run (with `concurrency` or `arrival_rate_rps`)."""
+
+
+def is_serve_row(row: dict) -> bool:
+    """True for a --configs row that names a load: `concurrency` or `arrival_rate_rps`."""
+    return row.get("concurrency") not in (None, "") or row.get("arrival_rate_rps") not in (None, "")
+
+
+def serve_row(row: dict, ctx: Context | None = None) -> dict:
+    """Simulate one --configs row: the serving keys (SERVE_KEYS) set the load, the scheduler and the SLOs;
+    the others are predict's (planner/predict/api.py request_from_row). Returns as_dict() without the
+    timeline: ttft_s, tpot_s (means) and the percentile keys."""
+    from planner.predict.api import _int, request_from_row
+
+    rest = {k: v for k, v in row.items() if k not in SERVE_KEYS}
+    req = request_from_row(rest)
+    given = {k: row[k] for k in SERVE_KEYS if row.get(k) not in (None, "")}
+    try:
+        ints = {k: _int(given[k], k) for k in ("concurrency", "requests", "max_num_seqs", "max_num_batched_tokens")
+                if k in given}
+        floats = {k: finite(given[k], f"key '{k}'") for k in ("arrival_rate_rps", "cv", "slo_ttft_s", "slo_tpot_s",
+                                                               "prefix_hit_rate") if k in given}
+        seed = int(given.get("seed", 0))
+    except (ValueError, OverflowError):
+        raise ConfigError("a serving key of the row is not a number") from None
+    load = Load(rate_rps=floats.get("arrival_rate_rps"), concurrency=ints.get("concurrency"),
+                requests=ints.get("requests", DEFAULT_REQUESTS), arrival=str(given.get("arrival", "poisson")),
+                cv=floats.get("cv", 1.0), lengths=given.get("lengths"), seed=seed)
+    scheduling = Scheduling(ints.get("max_num_seqs"), ints.get("max_num_batched_tokens"),
+                            floats.get("prefix_hit_rate", 0.0), given.get("disagg"))
+    slo = Slo(floats.get("slo_ttft_s"), floats.get("slo_tpot_s"), str(given.get("slo_stat", "p90")))
+    out = serve(req, load, scheduling, slo, ctx).as_dict()
+    out.pop("timeline")
+    return out

@@ -86,6 +86,9 @@ class ServeMetrics:
     """(time s, KV share in use, running, waiting, preemptions so far) of the first copy, ≤ 200 points."""
     energy_j: float
     output_tokens: int
+    steady_requests_per_s: float = 0.0
+    """Completions per second between the 10th and the 60th percentile completion: the rate while the
+    run is in its steady middle (a closed loop's drain at the end left out)."""
 
 
 def summarize(runs: list[Run], slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> ServeMetrics:
@@ -129,7 +132,17 @@ def summarize(runs: list[Run], slo_ttft_s: float | None = None, slo_tpot_s: floa
         requests_per_s=completed / span if span > 0 else 0.0, goodput_rps=goodput, slo_met_fraction=met,
         preemptions=int(sum(int(r.preemptions.sum()) for r in runs)), mean_concurrency=concurrency,
         little_error=error, kv_mean_fraction=kv_mean, kv_peak_fraction=kv_peak, timeline=timeline,
-        energy_j=sum(r.energy_j for r in runs), output_tokens=int(out[ok].sum()))
+        energy_j=sum(r.energy_j for r in runs), output_tokens=int(out[ok].sum()),
+        steady_requests_per_s=_steady(np.sort(finish[ok])))
+
+
+def _steady(done: np.ndarray) -> float:
+    """Completions per second between the 10th and 60th percentile completion (0 for fewer than 10)."""
+    if done.size < 10:
+        return 0.0
+    a, b = int(0.1 * done.size), int(0.6 * done.size)
+    span = done[b] - done[a]
+    return (b - a) / span if span > 0 else 0.0
 
 
 def _kv(run: Run) -> tuple[float, float, tuple]:

@@ -1,7 +1,9 @@
 """The latency–throughput curve of a deployment and the highest rate that meets latency SLOs.
 
 Saturation. The most a deployment serves is measured, not guessed: a closed-loop run with as many
-clients as the copies can run sequences at once (every copy full all the time) gives its requests/s.
+clients as the copies can run sequences at once (every copy full all the time) gives its requests/s,
+counted in the steady middle of the run (between the 10th and 60th percentile completion: the drain
+at the end, when fewer requests are left than slots, is left out).
 A sweep then runs open-loop Poisson loads from 5% to 110% of that rate.
 
 Highest rate within SLOs. Bisection over the rate between 0 and the saturation rate (8 halvings: the
@@ -68,7 +70,7 @@ def sweep(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
         raise ConfigError(f"--sweep-rate takes 2 to {MAX_POINTS} points, got {points!r}")
     ctx = ctx or default_context()
     model = model or resolve(req.model)
-    top = saturation(req, load, scheduling, ctx, model).metrics.requests_per_s
+    top = _rate(saturation(req, load, scheduling, ctx, model))
     rates = [top * (0.05 + (1.10 - 0.05) * i / (points - 1)) for i in range(points)]
     curve = [(r, serve(req, _open(load, r), scheduling, slo, ctx, model)) for r in rates]
     return curve, max_rate(req, load, scheduling, slo, ctx, model, top)
@@ -82,8 +84,7 @@ def max_rate(req: Request, load: Load, scheduling: Scheduling, slo: Slo, ctx: Co
         raise ConfigError("the highest rate within SLOs needs --slo-ttft and/or --slo-tpot")
     ctx = ctx or default_context()
     model = model or resolve(req.model)
-    top = saturation_rps if saturation_rps is not None else \
-        saturation(req, load, scheduling, ctx, model).metrics.requests_per_s
+    top = saturation_rps if saturation_rps is not None else _rate(saturation(req, load, scheduling, ctx, model))
     if top <= 0:
         return Capacity(0.0, 0.0, None)
     lo, hi, best = 0.0, top, None
@@ -95,3 +96,8 @@ def max_rate(req: Request, load: Load, scheduling: Scheduling, slo: Slo, ctx: Co
         else:
             hi = mid
     return Capacity(lo, top, best)
+
+
+def _rate(run: ServeResult) -> float:
+    m = run.metrics
+    return m.steady_requests_per_s or m.requests_per_s

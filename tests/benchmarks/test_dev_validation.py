@@ -1,5 +1,6 @@
 """benchmarks/dev_validation.py: which rows run on the serving simulator, under which load, read how."""
 
+import csv
 import importlib.util
 import sys
 from pathlib import Path
@@ -47,13 +48,22 @@ def test_serving_loads_of_the_dev_rows():
         "concurrency": 8, "requests": 150}
     # DEV-123 / DEV-124: a request rate, a dataset's lengths, no count; "2.58 req/s" is no request count
     assert dev_validation.serving_load(_row(**SHAREGPT)) == {"rate_rps": 1000.0, "lengths": "sharegpt"}
-    assert dev_validation.serving_load(_row(**SHAREGPT, scenario="online serving, ShareGPT, request rate 16 QPS",
-                                            notes="default vLLM configuration at 16 QPS; TGI got 2.58 req/s in "
-                                                  "the same setup")) == {"rate_rps": 16.0, "lengths": "sharegpt"}
+    dev124 = {**SHAREGPT, "scenario": "online serving, ShareGPT, request rate 16 QPS",
+              "notes": "default vLLM configuration at 16 QPS; TGI got 2.58 req/s in the same setup"}
+    assert dev_validation.serving_load(_row(**dev124)) == {"rate_rps": 16.0, "lengths": "sharegpt"}
     # an engine serving benchmark stated as concurrent requests, with the count given as 1,000 prompts
     assert dev_validation.serving_load(_row(framework_and_version="SGLang 0.4", scenario="64 concurrent requests",
                                             notes="bench_serving, 1,000 prompts")) == {
         "concurrency": 64, "requests": 1000}
+
+
+def test_the_dev_set_rows_on_the_simulator():
+    with open(dev_validation.DATA, newline="", encoding="utf-8") as f:
+        loads = {r["id"]: dev_validation.serving_load(r) for r in csv.DictReader(f)}
+    c8 = {"concurrency": 8, "requests": 150}
+    assert {i: load for i, load in loads.items() if load is not None} == {
+        "DEV-093": c8, "DEV-094": c8, "DEV-095": c8, "DEV-096": c8, "DEV-097": c8, "DEV-098": c8,
+        "DEV-123": {"rate_rps": 1000.0, "lengths": "sharegpt"}, "DEV-124": {"rate_rps": 16.0, "lengths": "sharegpt"}}
 
 
 @pytest.mark.parametrize("changes", [

@@ -161,3 +161,19 @@ def test_a_hostile_trace_is_one_line_and_exit_2(tmp_path, capsys, name, write, m
     assert err.startswith("planner: error: trace") and err.count("\n") == 1, err
     assert message in err and "Traceback" not in err
     assert out == ""
+
+
+def test_configs_rows_with_a_load_run_the_simulator(tmp_path, capsys):
+    # a row with `concurrency` is simulated (percentile keys), one without is predicted, a bad serving
+    # key is a one-line error for that row only
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "a", "model": "llama-3.1-8b", "device": "h100-sxm", "input_len": 512, "output_len": 64, '
+                    '"concurrency": 1, "requests": 5}\n'
+                    '{"id": "b", "model": "llama-3.1-8b", "device": "h100-sxm", "arrival_rate_rps": "x"}\n'
+                    '{"id": "c", "model": "llama-3.1-8b", "device": "h100-sxm", "input_len": 512, "output_len": 64}\n')
+    assert main(["predict", "--configs", str(rows), "--json"]) == 0
+    a, b, c = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert a["ttft_p90_s"] is not None and "tpot_s" in a and a["completed"] == 5
+    assert "arrival_rate_rps" in b["error"]
+    # one request at a time: the simulated TTFT is the predicted one
+    assert a["ttft_s"] == pytest.approx(c["ttft_s"], rel=1e-9)
