@@ -315,7 +315,7 @@ def page_plan() -> None:
     if problems:
         st.error("Independent check failed: " + "; ".join(problems))
     else:
-        st.caption("Independent check passed: every assignment re-predicted meets demand, SLOs, budget and power.")
+        st.caption("Independent check passed: every assignment re-predicted (or re-simulated) meets demand, SLOs, budget and power.")
     st.download_button("Plan as CSV", rows.to_csv(index=False), "plan.csv", "text/csv", key="dl_csv")
     st.download_button("Plan as JSON", json.dumps(plan, indent=2, default=str), "plan.json", "application/json",
                        key="dl_json")

@@ -324,7 +324,8 @@ def _disaggregated(steps: StepModel, policy: Policy, kv_blocks: int, arrivals: l
                  + sum(r.in_system_s for _, r in decode_runs))
     return Run(arrivals.arrival_s, first, finish, arrivals.input_len, arrivals.output_len,
                np.zeros(n, dtype=int), lead.step_end_s, lead.step_kv_blocks, lead.step_running, lead.step_waiting,
-               lead.step_preemptions, lead.step_decodes, kv_blocks, sum(r.busy_s for _, r in prefill_runs + decode_runs),
+               lead.step_preemptions, lead.step_decodes, lead.step_count, kv_blocks,
+               sum(r.busy_s for _, r in prefill_runs + decode_runs),
                sum(r.energy_j for _, r in prefill_runs + decode_runs), in_system,
                sum(r.prefill_tokens for _, r in prefill_runs))
 

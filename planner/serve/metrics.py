@@ -106,7 +106,7 @@ def summarize(runs: list[Run], slo_ttft_s: float | None = None, slo_tpot_s: floa
     gaps, weights = [], []
     for r in runs:
         if r.step_end_s.size > 1:
-            gaps.append(np.diff(r.step_end_s))
+            gaps.append(np.diff(r.step_end_s) / r.step_count[1:])  # an entry of k steps: its mean step
             weights.append(r.step_decodes[1:])
     itl = Percentiles.of(np.concatenate(gaps), np.concatenate(weights)) if gaps else Percentiles(None, None, None, None)
     goodput = met = None

@@ -11,6 +11,8 @@ has c0 + (g − g0) after step g, so
     the sum of contexts grows by the number of sequences at every step,
     it needs a new KV block before step g when (c0 − g0 + g) mod block = 0: sequences are counted in
     `block` buckets by (c0 − g0) mod block, and bucket (−g) mod block is the number needing one.
+A stretch of decode-only steps in which nothing can happen (no request waiting or prefilling, no
+completion, no arrival, no KV shortage) is run at once in closed form (`decode_run`).
 Preemption (recompute) takes the latest admitted running sequence, frees its blocks and puts it at the
 front of the queue to be prefilled again over its prompt and the tokens it had generated.
 
@@ -62,6 +64,8 @@ class Run:
     """Preemptions so far, after every step."""
     step_decodes: np.ndarray
     """Decode tokens every step produced (0 for a prefill-only step)."""
+    step_count: np.ndarray
+    """Engine steps each entry stands for (decode-only stretches are run, and recorded, at once)."""
     kv_blocks: int
     """KV blocks of the model copy."""
     busy_s: float
@@ -112,7 +116,7 @@ class _Loop:
         self.preemptions = 0
         self._step_preemptions = 0
         self.prefill_tokens = 0
-        self.trace = [array("d") for _ in range(6)]
+        self.trace = [array("d") for _ in range(7)]
 
     # ------------------------------------------------------------------ bookkeeping
     def _advance(self, when: float, delta: int) -> None:
@@ -282,20 +286,7 @@ class _Loop:
         if decodes:
             self.g += 1
             self.context_sum += decodes
-            heap = self.heap
-            while heap and heap[0][0] <= self.g:
-                _, epoch, rid = heapq.heappop(heap)
-                if epoch != self.epoch[rid] or not self.running.get(rid, False):
-                    continue
-                stored = self._stored(rid)
-                del self.running[rid]
-                self.generated[rid] = self.out[rid]
-                self.context_sum -= stored
-                self.bucket[(self.stored0[rid] - self.join[rid]) % policy.block_tokens] -= 1
-                self.decoding -= 1
-                self.used -= self.held[rid] if policy.reserve_output else blocks(stored, policy.block_tokens)
-                self.held[rid] = 0
-                self._complete(rid, end)
+            self._finish_decodes(end)
         for rid, q in chunks:
             self.done[rid] += q
             self.prefill_tokens += q
@@ -312,9 +303,75 @@ class _Loop:
                 self._complete(rid, end)
             else:
                 self._join(rid, self.prior[rid] + self.target[rid])
+        self._record(end, decodes, 1)
+        return True
+
+    def _record(self, end: float, decodes: int, steps: int) -> None:
         for series, value in zip(self.trace, (end, self.used, len(self.running), len(self.waiting),
-                                              self.preemptions, decodes)):
+                                              self.preemptions, decodes, steps)):
             series.append(value)
+
+    def _finish_decodes(self, end: float) -> None:
+        """Complete the sequences whose last decode step was step g."""
+        policy, heap = self.policy, self.heap
+        while heap and heap[0][0] <= self.g:
+            _, epoch, rid = heapq.heappop(heap)
+            if epoch != self.epoch[rid] or not self.running.get(rid, False):
+                continue
+            stored = self._stored(rid)
+            del self.running[rid]
+            self.generated[rid] = self.out[rid]
+            self.context_sum -= stored
+            self.bucket[(self.stored0[rid] - self.join[rid]) % policy.block_tokens] -= 1
+            self.decoding -= 1
+            self.used -= self.held[rid] if policy.reserve_output else blocks(stored, policy.block_tokens)
+            self.held[rid] = 0
+            self._complete(rid, end)
+
+    def decode_run(self) -> bool:
+        """Run k ≥ 2 decode-only steps at once when nothing else can happen in between; False otherwise.
+
+        Nothing waits and nothing is prefilling, so the batch B stays the same until the next completion
+        (k ≤ the heap's next last step − g), the KV cache cannot run out (k steps add at most ⌈k/block⌉
+        blocks per sequence: k ≤ block·⌊free/B⌋, then counted exactly from the buckets), the mean
+        context grows by 1 a step within one segment of the step-time grid, where a step costs
+        w + w'·j at step j, so k steps take k·w + w'·k(k − 1)/2, and the run stops at the step during
+        which the next request arrives (as single steps would)."""
+        if self.waiting or self.prefilling or not self.decoding or not self.heap:
+            return False
+        batch = self.decoding
+        k = self.heap[0][0] - self.g
+        room, w, ws, e, es = self.steps.decode_segment(batch, self.context_sum / batch)
+        k = min(k, int(room) + 1)
+        bs = self.policy.block_tokens
+        if not self.policy.reserve_output:
+            k = min(k, bs * ((self.total - self.used) // batch))
+        if k < 2:
+            return False
+        arrival = self.arrival[self.next_arrival] if self.next_arrival < self.n else math.inf
+        span = lambda j: j * w + ws * j * (j - 1) / 2  # noqa: E731
+        if self.t + span(k) > arrival:  # the smallest k whose end reaches the arrival
+            lo, hi = 1, k
+            while lo < hi:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if self.t + span(mid) >= arrival else (mid + 1, hi)
+            k = lo
+            if k < 2:
+                return False
+        if not self.policy.reserve_output:
+            g = self.g
+            self.used += sum(n * (0 if j0 >= k else 1 + (k - 1 - j0) // bs)
+                             for n, j0 in ((self.bucket[b], (-b - g) % bs) for b in range(bs)) if n)
+        dt = span(k)
+        end = self.t + dt
+        self.busy += dt
+        self.energy += k * e + es * k * (k - 1) / 2
+        self._absorb(end)
+        self.t = end
+        self.g += k
+        self.context_sum += batch * k
+        self._finish_decodes(end)
+        self._record(end, batch * k, k)
         return True
 
     def run(self) -> Run:
@@ -329,7 +386,7 @@ class _Loop:
                     self.t = self.arrival[self.next_arrival]
                     continue
                 break
-            if not self.step():
+            if not self.decode_run() and not self.step():
                 rid = self.waiting[0] if self.waiting else next(iter(self.running))
                 raise ConfigError(f"request {rid} ({self.inp[rid]:,} + {self.out[rid]:,} tokens) cannot be scheduled: "
                                   f"{self.total:,} KV blocks of {self.policy.block_tokens} tokens and a step budget of "

@@ -108,5 +108,5 @@ def simulate_static(steps: StepModel, policy: Policy, kv_blocks: int, arrival_s,
     f = lambda x: np.asarray(x, dtype=float)  # noqa: E731
     zeros = np.zeros(len(trace[0]))
     return Run(f(arrival), f(first), f(finish), np.asarray(inp), np.asarray(out), np.zeros(n, dtype=int),
-               f(trace[0]), f(trace[1]), f(trace[2]), f(trace[3]), zeros, zeros, kv_blocks, busy,
+               f(trace[0]), f(trace[1]), f(trace[2]), f(trace[3]), zeros, zeros, np.ones(len(trace[0])), kv_blocks, busy,
                energy + idle * steps.idle_power_w, state["integral"], prefill_tokens)

@@ -194,6 +194,18 @@ class StepModel:
         d = context - c0
         return w + ws * d, a + as_ * d, e + es * d
 
+    def decode_segment(self, batch: int, context: float) -> tuple[float, float, float, float, float]:
+        """(tokens of context left in this grid segment, wall s at `context`, wall per context token s,
+        energy J at `context`, energy per token J) of decode steps of `batch` sequences."""
+        i = min(max(1, bisect.bisect_right(self._contexts, context)), len(self._contexts) - 1)
+        key = (batch, i)
+        line = self._lines.get(key)
+        if line is None:
+            line = self._lines[key] = self._line(batch, i)
+        c0, w, ws, _, _, e, es = line
+        d = context - c0
+        return self._contexts[i] - context, w + ws * d, ws, e + es * d, es
+
     # ------------------------------------------------------------------ steps
     def step(self, chunks: list[tuple[int, int]], decodes: int, mean_context: float) -> tuple[float, float]:
         """(seconds, joules) of one engine step: `chunks` as (new tokens, prior tokens) per prefilling

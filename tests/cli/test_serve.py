@@ -112,7 +112,7 @@ def _text(content):
     (["--rate", "nan"], "--rate"),
     (["--rate", "inf"], "--rate"),
     (["--rate", "5", "--concurrency", "3"], "not allowed with argument --rate"),
-    ([], "one of the arguments --rate --concurrency --trace is required"),
+    ([], "serve needs exactly one of --rate, --concurrency or --trace"),
     (["--rate", "5", "--curve", "x.png"], "--curve needs --sweep-rate"),
     (["--rate", "5", "--disagg", "1x1"], "--disagg"),
     (["--rate", "5", "--requests", "0"], "--requests"),

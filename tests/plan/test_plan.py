@@ -98,7 +98,8 @@ def _run(*args):
 
 
 def test_cli_plan_json_and_errors(tmp_path):
-    result = _run("plan", "examples/chat.yaml", "--json")
+    # mixed.yaml: the CLI path (chat.yaml's simulated plan is checked in-process above)
+    result = _run("plan", "examples/mixed.yaml", "--json")
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["check"]["passed"] and out["rows"] and out["totals"]["usd_per_month"] > 0

@@ -143,3 +143,14 @@ def test_on_demand_allocation_is_not_monotone_path_by_path(steps):
     arrivals = loads.poisson(200.0, 200, loads.fixed_lengths(PROMPT, OUTPUT), 0)
     assert _run(steps, Vllm(8192, 256, 16), 80, arrivals).preemptions.sum() == 0
     assert _run(steps, Vllm(8192, 256, 16), 97, arrivals).preemptions.sum() > 0
+
+
+def test_prefix_cache_hits_skip_that_share_of_each_prompt(steps):
+    # a hit rate of 0.5 on 512-token prompts: each request prefills 512 - floor(0.5 x 512) = 256 tokens,
+    # attending to the 256 cached ones: TTFT = L(256) + A(512) - A(256) one request at a time
+    n = 10
+    arrivals = loads.Arrivals(np.arange(n) * 10.0, np.full(n, PROMPT), np.full(n, OUTPUT))
+    run = _run(steps, Vllm(8192, 256, 16, prefix_hit_rate=0.5), 10_000, arrivals)
+    assert run.prefill_tokens == n * 256
+    expected = steps.linear_s(256) + steps.attention_s(512) - steps.attention_s(256)
+    assert summarize([run]).ttft_s.mean == pytest.approx(expected, rel=1e-12)
