@@ -88,11 +88,17 @@ def test_every_page_in_a_real_browser(server):
         assert page.get_by_text("this plan saves").count() >= 1
         page.screenshot(path=str(SHOTS / "plan.png"), full_page=True)
 
+        page.get_by_text("Trace", exact=True).first.click()
+        page.get_by_text("Where the wall time went").wait_for(timeout=120_000)
+        _wait_idle(page)
+        assert page.get_by_text("h100-sxm").count() >= 1
+        page.screenshot(path=str(SHOTS / "trace.png"), full_page=True)
+
         page.get_by_text("Calibration and accuracy", exact=True).click()
         page.get_by_text("Predicted versus measured").wait_for(timeout=60_000)
         _wait_idle(page)
         assert page.get_by_text("cpu-amd-epyc").count() >= 1
         page.screenshot(path=str(SHOTS / "calibration.png"), full_page=True)
         browser.close()
-    for name in ("workload", "cost", "plan", "calibration"):
+    for name in ("workload", "cost", "plan", "trace", "calibration"):
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000

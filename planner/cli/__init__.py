@@ -12,11 +12,13 @@ import os
 import sys
 from collections.abc import Sequence
 
+from planner.cli.advise import add_advise
 from planner.cli.calibrate import add_calibrate, add_op, add_validate
 from planner.cli.count import add_count
 from planner.cli.plan import add_plan
 from planner.cli.predict import add_compare, add_predict
 from planner.cli.serve import add_serve
+from planner.cli.trace import add_trace
 from planner.errors import PlannerError, shorten
 
 
@@ -41,6 +43,8 @@ def parser() -> argparse.ArgumentParser:
     add_op(sub)
     add_serve(sub)
     add_plan(sub)
+    add_advise(sub)
+    add_trace(sub)
     return p
 
 

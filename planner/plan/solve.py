@@ -143,6 +143,9 @@ def solve(scenario: Scenario, ctx: Context | None = None, extras: bool = True) -
                    "sensitivity": sensitivity(p, terms["cost"], rows), "breakeven": breakeven(p, ctx)})
 
 
+SAVING_TOLERANCE = 1e-6
+"""A saving smaller than this share of the objective is the solver's feasibility tolerance (HiGHS: 1e-7 per
+constraint), reported as 0 rather than as "-$0"."""
 OBJECTIVE_UNITS = {"cost": "USD", "energy": "kWh", "carbon": "kg CO2e", "weighted": "weighted score"}
 """The unit each objective is measured in: the best-single comparison is made in it."""
 
@@ -189,6 +192,8 @@ def best_single(p: Problem, objective: str, weights: dict[str, float], scales: d
         return None
     plan_value = objective_value(mixed_terms, weights, scales)
     saving = best["value"] - plan_value
+    if abs(saving) <= SAVING_TOLERANCE * abs(best["value"]):
+        saving = 0.0  # within the solver's tolerances both plans are equally good: no sign to report
     return {**best, "objective": objective, "unit": OBJECTIVE_UNITS[objective], "plan_value": plan_value,
             "saving": saving, "saving_fraction": saving / best["value"] if best["value"] else 0.0}
 

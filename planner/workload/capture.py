@@ -147,6 +147,15 @@ def _storage_id(t: torch.Tensor) -> int:
         return 0
 
 
+def tensor_meta(t: torch.Tensor, bits: float | None = None, storage: int | None = None) -> TensorMeta:
+    """The TensorMeta of tensor `t`, its elements counted at `bits` (its own width when None); `storage`:
+    its storage id when the caller has it."""
+    col_major = t.dim() >= 2 and t.stride(-2) == 1 and t.stride(-1) != 1 and t.shape[-1] > 1
+    return TensorMeta(tuple(t.shape), str(t.dtype).removeprefix("torch."),
+                      t.element_size() * 8 if bits is None else bits, _touched(t), col_major,
+                      _storage_id(t) if storage is None else storage, t.storage_offset())
+
+
 class _Recorder(TorchDispatchMode):
     """Records every aten op that reaches the dispatcher."""
 
@@ -188,9 +197,7 @@ class _Recorder(TorchDispatchMode):
             bits = self._role_bits.get(sid, self._logical_bits) if self._role_bits else self._logical_bits
         else:
             bits = t.element_size() * 8
-        col_major = t.dim() >= 2 and t.stride(-2) == 1 and t.stride(-1) != 1 and t.shape[-1] > 1
-        return TensorMeta(tuple(t.shape), str(t.dtype).removeprefix("torch."), bits, _touched(t), col_major,
-                          sid, t.storage_offset())
+        return tensor_meta(t, bits, sid)
 
     def _value(self, v: Any) -> Any:
         if isinstance(v, torch.Tensor):

@@ -158,9 +158,10 @@ def _mm(rec: OpRecord) -> OpCost:
     return _io(rec, 2 * m * k * n + _dequant(rec, "self", "mat2"))
 
 
-@formula("aten.addmm", category="matmul")
+@formula("aten.addmm", "aten._addmm_activation", category="matmul")
 def _addmm(rec: OpRecord) -> OpCost:
-    # bias + a: [M, K] @ b: [K, N]: 2·M·K·N (the bias add rides in the epilogue)
+    # bias + a: [M, K] @ b: [K, N]: 2·M·K·N (the bias add, and _addmm_activation's ReLU/GELU, ride in
+    # the epilogue: counted as neither FLOP nor a pass through memory, like a bias)
     m, k = rec.arg("mat1").shape
     return _io(rec, 2 * m * k * rec.arg("mat2").shape[1] + _dequant(rec, "mat1", "mat2"))
 
