@@ -130,7 +130,7 @@ def trace_what_ifs(digest: str, device: str | None, devices: tuple[str, ...], ho
         found.append(w)
         rows.append({**w.as_dict(), "note": f"{w.unscaled_ops} ops kept as measured (no peak for their dtype)"
                      if w.unscaled_ops else ""})
-    return {"rows": rows, "findings": [f.as_dict() for f in findings(_report, found, engine="eager")]}
+    return {"rows": rows, "findings": [f.as_dict() for f in findings(_report, found)]}
 
 
 def _model(model_key: str, config_text: str | None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from planner.cli.args import finite_float, fmt_time, positive_int, workload_flags
+from planner.cli.args import deployment_flags, finite_float, fmt_time, positive_int
 from planner.errors import ConfigError
 from planner.units import json_safe
 
@@ -17,22 +17,7 @@ def add_advise(sub: argparse._SubParsersAction) -> None:
                        description="Re-predict a configuration under larger batches, other engines, precisions, "
                                    "parallelism and devices; list those that fit, meet the SLOs and gain on the "
                                    "objective, best first, each with the bound that moves.")
-    p.add_argument("model", nargs="?", help="zoo id, config.json path or package.module:function")
-    p.add_argument("--device", help="catalog device id or alias (e.g. h100-sxm, H100, mi300x)")
-    p.add_argument("--gpus", type=positive_int, help="devices in the deployment (default tp x pp x dp)")
-    for name, text in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages"), ("ep", "expert-parallel degree")):
-        p.add_argument(f"--{name}", type=positive_int, default=1, help=text)
-    p.add_argument("--dp", type=positive_int, help="data-parallel replicas (default gpus / (tp x pp))")
-    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
-    p.add_argument("--overlap", type=float, default=0.8, help="share of data-parallel communication hidden (0-1)")
-    p.add_argument("--scaleout-gbps", type=finite_float, metavar="GBPS",
-                   help="scale-out network per device in Gb/s per direction")
-    p.add_argument("--power-limit-w", type=finite_float, metavar="W", help="run the device at a power limit below its TDP")
-    workload_flags(p)
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--instance", help="cloud instance to price on (default: the cheapest with the device)")
-    where.add_argument("--site", help="on-prem site id to price on (TCO)")
-    p.add_argument("--utilization", type=float, default=1.0, help="on-prem: share of hours doing useful work")
+    deployment_flags(p)
     p.add_argument("--objective", choices=OBJECTIVES, default="throughput",
                    help="what to rank by: throughput per device, latency, $ per unit or J per unit")
     p.add_argument("--slo-ttft", type=finite_float, metavar="S", help="largest time to first token, s")

@@ -39,6 +39,29 @@ def _batch(text: str) -> int | str:
     return "auto" if text == "auto" else positive_int(text)
 
 
+def deployment_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that place a workload on devices (predict, advise): model, device, layout, network, power."""
+    p.add_argument("model", nargs="?", help="zoo id, config.json path or package.module:function")
+    p.add_argument("--device", help="catalog device id or alias (e.g. h100-sxm, H100, mi300x)")
+    p.add_argument("--gpus", type=positive_int, help="devices in the deployment (default tp x pp x dp)")
+    for name, text in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages"), ("ep", "expert-parallel degree")):
+        p.add_argument(f"--{name}", type=positive_int, default=1, help=text)
+    p.add_argument("--dp", type=positive_int, help="data-parallel replicas (default gpus / (tp x pp))")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
+    p.add_argument("--overlap", type=float, default=0.8, help="share of data-parallel communication hidden (0-1)")
+    p.add_argument("--scaleout-gbps", type=finite_float, metavar="GBPS",
+                   help="scale-out network per device in Gb/s per direction (e.g. 200 = one HDR InfiniBand port "
+                        "per GPU); replaces the catalog's figure, needed where the catalog has none sourced")
+    p.add_argument("--power-limit-w", type=finite_float, metavar="W",
+                   help="run the device at a power limit below its TDP (as nvidia-smi -pl sets): kernels that "
+                        "would draw more run at the clocks it sustains")
+    workload_flags(p)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--instance", help="cloud instance to price on (default: the cheapest with the device)")
+    where.add_argument("--site", help="on-prem site id to price on (TCO)")
+    p.add_argument("--utilization", type=float, default=1.0, help="on-prem: share of hours doing useful work")
+
+
 def workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=("inference", "training"), default="inference")
     p.add_argument("--batch", type=_batch, default=1, help="sequences or images per batch, or 'auto' (inference)")

@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from planner.cli.args import finite_float, fmt_time, positive_int, precision_of, workload_flags
+from planner.cli.args import deployment_flags, fmt_time, precision_of, workload_flags
 from planner.errors import PlannerError
 from planner.hardware.catalog import dated
 from planner.units import json_safe, si
@@ -18,25 +18,7 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="predict latency, throughput, memory, energy and cost on a catalog device",
                        description="Predict a workload on a catalog device from its counted graph, the device's "
                                    "datasheet or calibration, parallelism and prices.")
-    p.add_argument("model", nargs="?", help="zoo id, config.json path or package.module:function")
-    p.add_argument("--device", help="catalog device id or alias (e.g. h100-sxm, H100, mi300x)")
-    p.add_argument("--gpus", type=positive_int, help="devices in the deployment (default tp x pp x dp)")
-    for name, text in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages"), ("ep", "expert-parallel degree")):
-        p.add_argument(f"--{name}", type=positive_int, default=1, help=text)
-    p.add_argument("--dp", type=positive_int, help="data-parallel replicas (default gpus / (tp x pp))")
-    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
-    p.add_argument("--overlap", type=float, default=0.8, help="share of data-parallel communication hidden (0-1)")
-    p.add_argument("--scaleout-gbps", type=finite_float, metavar="GBPS",
-                   help="scale-out network per device in Gb/s per direction (e.g. 200 = one HDR InfiniBand port "
-                        "per GPU); replaces the catalog's figure, needed where the catalog has none sourced")
-    p.add_argument("--power-limit-w", type=finite_float, metavar="W",
-                   help="run the device at a power limit below its TDP (as nvidia-smi -pl sets): kernels that "
-                        "would draw more run at the clocks it sustains")
-    workload_flags(p)
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--instance", help="cloud instance to price on (default: the cheapest with the device)")
-    where.add_argument("--site", help="on-prem site id to price on (TCO)")
-    p.add_argument("--utilization", type=float, default=1.0, help="on-prem: share of hours doing useful work")
+    deployment_flags(p)
     p.add_argument("--ops", action="store_true", help="print the per-op table with bounds")
     p.add_argument("--roofline", metavar="FILE.png", help="draw the device roofline with every op as a point")
     p.add_argument("--configs", metavar="FILE", help="JSONL or CSV of configurations, one per row (keys: flag names "

@@ -9,7 +9,7 @@ import math
 
 from planner.cli.args import finite_float, fmt_time, positive_int
 from planner.errors import ConfigError
-from planner.units import json_safe
+from planner.units import MIB, json_safe, si
 
 
 def add_trace(sub: argparse._SubParsersAction) -> None:
@@ -39,7 +39,7 @@ def load_report(args: argparse.Namespace):
     from planner.workload.engines import get_engine
 
     get_engine(args.engine)  # an unknown engine is one line before the trace is read
-    return analyze(read_trace(args.file, args.max_mb * 2**20), args.device, engine=args.engine)
+    return analyze(read_trace(args.file, args.max_mb * MIB), args.device, engine=args.engine)
 
 
 def on_devices(values: list[str] | None) -> list[str]:
@@ -64,7 +64,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         from planner.plot import check_target
         plot = check_target(args.roofline)
     whatifs = [what_if(report, d, host_scale=args.host_scale, engine=args.engine) for d in on_devices(args.on)]
-    found = findings(report, whatifs, engine=args.engine)
+    found = findings(report, whatifs)
     if plot is not None:
         _draw(report, str(plot))
     if args.json:
@@ -95,12 +95,7 @@ def as_json(report, whatifs, found) -> dict:
 
 
 def _rate(value: float, unit: str) -> str:
-    if value is None or not math.isfinite(value) or value <= 0:
-        return "-"
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:.1f} {prefix}{unit}"
-    return f"{value:.0f} {unit}"
+    return "-" if value is None or not math.isfinite(value) or value <= 0 else si(value, unit, digits=2)
 
 
 def _t(seconds: float) -> str:

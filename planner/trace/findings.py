@@ -40,7 +40,7 @@ class Finding:
                 "why": self.why}
 
 
-def findings(report: TraceReport, whatifs: list[WhatIf] = (), engine: str = "eager") -> list[Finding]:
+def findings(report: TraceReport, whatifs: list[WhatIf] = ()) -> list[Finding]:
     """Changes to the traced run ranked by predicted gain, largest first."""
     out: list[Finding] = []
     wall = report.wall_s

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.errors import PlannerError
+from planner.errors import ConfigError, PlannerError
 from planner.predict.context import Context, default_context
 from planner.predict.roofline import op_time
 from planner.trace.analyze import TraceReport, kernel_classes
@@ -67,10 +67,9 @@ def what_if(report: TraceReport, device: str, *, host_scale: float = 1.0, engine
     """Predict the traced run of `report` on `device` (see the module docstring)."""
     ctx = ctx or default_context()
     if not (math.isfinite(host_scale) and 0 <= host_scale <= 100):
-        raise PlannerError(f"--host-scale must be a number in [0, 100], got {host_scale!r}")
+        raise ConfigError(f"--host-scale must be a number in [0, 100], got {host_scale!r}")
     src = report.device
     dst = ctx.device(device)
-    src_eff = ctx.efficiency(src, get_engine(engine).profile_tiers)
     dst_eff = ctx.efficiency(dst, get_engine(engine).profile_tiers)
     ratios: dict[int, float] = {}
     unscaled = 0
@@ -84,8 +83,6 @@ def what_if(report: TraceReport, device: str, *, host_scale: float = 1.0, engine
             unscaled += 1
             b = a
         ratios[i] = b / a if a > 0 else 1.0
-    if dst.id == src.id and dst_eff is src_eff:
-        ratios = dict.fromkeys(ratios, 1.0)
     return replay(report, ratios, _other_ratios(src, dst), host_scale, dst.id, dst_eff.tier, unscaled)
 
 
