@@ -118,7 +118,7 @@ def _advise_trace(args: argparse.Namespace) -> int:
     print(f"baseline  {report.trace.source} on {report.device.id} ({report.tier} ceilings): "
           f"{report.wall_s * 1e3:.2f} ms wall, as measured")
     if not found:
-        print("no change the replay predicts to gain 2% or more")
+        print("no change the replay predicts to gain 1% or more")
     for k, f in enumerate(found, 1):
         print(f"{k:4d}  {f.title}: {f.wall_s * 1e3:.2f} ms ({100 * f.gain:+.0f}% throughput)")
         print(f"      why: {f.why}")

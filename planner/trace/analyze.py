@@ -18,7 +18,7 @@ Breakdown of the step's wall time (the profiler's span):
 - GPU trace: device-busy time split by what bounds each kernel's op (compute, memory, launch
   overhead), kernels planner does not count, exposed communication (NCCL kernels not overlapped by
   compute on another stream; the overlapped part is reported beside it), and device-idle time:
-  after a host synchronization (host sync), under a DataLoader range (data loading), or otherwise
+  from a host synchronization until the first kernel launched after it returns (host sync), under a DataLoader range (data loading), or otherwise
   waiting for the host to launch work (host-bound: dispatch, Python).
 - CPU trace: host-busy time of counted ops by bound, framework time (self time of ops that do no
   counted work: dispatch, views, uncounted ops), and idle (between top-level ops: Python).
@@ -26,6 +26,7 @@ Breakdown of the step's wall time (the profiler's span):
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections import Counter
@@ -43,8 +44,6 @@ from planner.workload.engines import get_engine
 
 FLAG_RATIO = 2.0
 """An op measured above this multiple of its attainable time is flagged."""
-SYNC_GAP_NS = 50_000
-"""A device-idle gap starting within 50 us of a host synchronization's end is charged to it."""
 _FLOAT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
@@ -331,7 +330,11 @@ def _device_breakdown(trace: Trace, ops: pd.DataFrame) -> tuple[tuple[tuple[str,
               ("uncounted", "uncounted"))]
     parts.append(("communication (exposed)", exposed))
     idle = gaps(busy, 0, trace.span_ns)
-    syncs = [(r.start_ns, r.end_ns + SYNC_GAP_NS) for r in trace.runtime if r.is_sync]
+    # a synchronization holds the host until the device drains, and then the host must launch again:
+    # device idle from the call's start until the next device event after it returns is the sync's
+    starts = [e.start_ns for e in events]  # events are in start order
+    syncs = [(r.start_ns, starts[k] if (k := bisect.bisect_left(starts, r.end_ns)) < len(starts) else trace.span_ns)
+             for r in trace.runtime if r.is_sync]
     loading = union([(o.start_ns, o.end_ns) for o in trace.ops if "dataloader" in o.name.lower()])
     sync_ns = length(intersect(idle, union(syncs)))
     load_ns = length(intersect(gaps(union(syncs), 0, trace.span_ns), intersect(idle, loading)))

@@ -8,18 +8,16 @@ Only changes the model can price are listed, each with the wall time the replay
   reaches the roofline the device's efficiency model says is reachable: another layout, a fused or
   tuned kernel); the three slowest are named;
 - another device, for each `--on` device whose what-if is faster.
-A change predicted to gain less than MIN_GAIN is not listed.
+A change predicted to gain less than advise's MIN_GAIN (1%) is not listed, as for a configuration.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.trace.advise import MIN_GAIN
 from planner.trace.analyze import TraceReport
 from planner.trace.whatif import WhatIf, replay
-
-MIN_GAIN = 0.02
-"""Smallest predicted throughput gain listed (2%)."""
 
 
 @dataclass(frozen=True, slots=True)
