@@ -29,6 +29,7 @@ from planner.predict.ops import gemm_record
 from planner.predict.roofline import op_time
 from planner.predict.timing import stage_times
 from planner.workload.device_graph import device_graph
+from planner.workload.engines import get_engine
 from planner.workload.graphs import Workload, build_inputs, resolve_workload
 from planner.workload.zoo import resolve
 
@@ -157,7 +158,7 @@ def _plan_case(ctx: Context, spec: str, local: LocalDevice, device, dtype: str) 
     except PlannerError as exc:  # the same message, with the case it is about
         raise ConfigError(f"model case '{spec}': {exc}") from None
     dg = device_graph(model, w)
-    eff = ctx.efficiency(device)
+    eff = ctx.efficiency(device, get_engine(w.engine).libraries)
     predicted_s = sum(s.time_s for s in stage_times(dg, device, eff, ctx.power))
     if predicted_s * RUNS_PER_CASE > MAX_CASE_S:
         raise ConfigError(f"model case '{spec}' is predicted to take {predicted_s:.3g} s a run on {local.id}, and "
@@ -202,9 +203,20 @@ def _gemm_case(ctx: Context, device, local: str, m: int, n: int, k: int, dtype: 
                     (m * k + k * n) * elem, cache, local)
     measured, _ = measure(lambda i: torch.mm(*sets[i % len(sets)]), local, warmup=2, repeats=30, budget_s=0.5)
     rec, category, cost = gemm_record(m, n, k, dtype)
-    eff = ctx.efficiency(device)
+    eff = ctx.efficiency(device, get_engine("eager").libraries)
     t = op_time(rec, category, cost, dtype, device, eff)
-    return Case(f"gemm {m}x{n}x{k} {dtype}", "op", "gemm", t.time_s, measured, eff.tier)
+    return Case(f"gemm {m}x{n}x{k} {dtype}", "op", "gemm", isolated_call_s(eff, t.time_s), measured, eff.tier)
+
+
+def isolated_call_s(eff, kernel_s: float) -> float:
+    """Event time of one eager call timed alone with CUDA events around it, for a kernel of `kernel_s`:
+    the GPU waits isolated_call_s for the launch, and the closing event is recorded after_launch_s after
+    it, so isolated_call_s + max(kernel, after_launch_s) (the profile's measured dispatch); the kernel
+    time alone where the profile measured none (its times already hold the wait)."""
+    d = getattr(eff, "dispatch", None) or {}
+    if not d:
+        return kernel_s
+    return float(d["isolated_call_s"]) + max(kernel_s, float(d.get("after_launch_s", 0.0)))
 
 
 def validate(device_spec: str = "auto", models: tuple[str, ...] | None = None, dtype: str | None = None,

@@ -70,6 +70,34 @@ class Profile:
         return "published" if self.raw.get("tier") == "published" else "measured"
 
     @property
+    def library(self) -> str:
+        """The kernel library (and way of running it) that was measured: "pytorch-eager" for `planner
+        calibrate` (cuBLAS and cuDNN as torch calls them, one launch per op), "aiconfigurator" for the
+        serving engines' kernels that its collector timed in CUDA-graph replays (vLLM, TensorRT-LLM),
+        "aiter" for ROCm's GEMM tuner; a profile names its own in `library`."""
+        lib = self.raw.get("library")
+        if isinstance(lib, str) and lib:
+            return lib
+        if self.tier == "published":
+            repo = str((self.raw.get("source") or {}).get("repository", "")) if isinstance(
+                self.raw.get("source"), dict) else ""
+            return "aiter" if "aiter" in repo.lower() else "aiconfigurator"
+        return "pytorch-eager"
+
+    @property
+    def dispatch(self) -> dict:
+        """The measured dispatch block (kernel_floor_s, isolated_call_s, host_per_op_s, view_host_s), or {}
+        for a profile that does not separate kernel time from dispatch (a CPU's: there the dispatcher's
+        cost is the op's time)."""
+        d = self.raw.get("dispatch")
+        return d if isinstance(d, dict) else {}
+
+    @property
+    def name(self) -> str:
+        """The file as shown in outputs: hardware_specs/calibration/<device>/<file>."""
+        return _shown_path(self.path)
+
+    @property
     def source(self) -> str:
         """One line: where the measurements come from."""
         src = self.raw.get("source")
@@ -119,16 +147,36 @@ def read_profile(path: Path) -> Profile:
 
 
 class ProfileIndex(Mapping):
-    """Profiles by device id (the folder name), each read and checked when first used.
+    """Profiles by device id (the folder name), each read and checked when first used. A device folder
+    may hold one profile per kernel library: `profile.json` (the device's default profile) and
+    `<library>.json` beside it; the mapping gives the default, `library` any of them.
 
     Reading every profile up front would cost about half a second per published profile on every
     command; a command touches one or two. A bad profile is still refused, not skipped: the
     ConfigError (naming its file and measurement) is raised where it is used, by its own device or
     as the neighbour a transferred tier is fitted on."""
 
-    def __init__(self, paths: dict[str, Path]):
+    def __init__(self, paths: dict[str, Path], library_paths: dict[tuple[str, str], Path] | None = None):
         self._paths = dict(paths)
         self._read: dict[str, Profile] = {}
+        self._library_paths = dict(library_paths or {})
+        self._library_read: dict[tuple[str, str], Profile] = {}
+
+    def libraries(self, device_id: str) -> tuple[str, ...]:
+        """The libraries profiled on `device_id` besides its default profile's (by file name)."""
+        return tuple(sorted(lib for dev, lib in self._library_paths if dev == device_id))
+
+    def library(self, device_id: str, library: str) -> Profile | None:
+        """The profile of `library` on `device_id` (its `<library>.json`, or the default profile when that
+        is the library's), or None."""
+        key = (device_id, library)
+        if key in self._library_paths:
+            if key not in self._library_read:
+                self._library_read[key] = read_profile(self._library_paths[key])
+            return self._library_read[key]
+        if device_id in self._paths and self[device_id].library == library:
+            return self[device_id]
+        return None
 
     def __getitem__(self, device_id: str) -> Profile:
         if device_id not in self._read:
@@ -158,10 +206,11 @@ class ProfileIndex(Mapping):
 
 @lru_cache(maxsize=4)
 def load_profiles(root: str | None = None) -> ProfileIndex:
-    """Every profile under hardware_specs/calibration/<device-id>/profile.json (or `root`), by device id,
-    read when first used (ProfileIndex)."""
+    """Every profile under hardware_specs/calibration/<device-id>/ (or `root`): profile.json by device id,
+    <library>.json by (device id, library); each read when first used (ProfileIndex)."""
     base = Path(root) if root else PROFILE_ROOT
-    return ProfileIndex({p.parent.name: p for p in sorted(base.glob("*/profile.json"))})
+    return ProfileIndex({p.parent.name: p for p in sorted(base.glob("*/profile.json"))},
+                        {(p.parent.name, p.stem): p for p in sorted(base.glob("*/*.json")) if p.name != "profile.json"})
 
 
 # ------------------------------------------------------------------ features and ideal times
@@ -188,18 +237,28 @@ def _features(m: dict) -> tuple[str, tuple[float, ...], tuple[int, int, int, int
     kind = m["kind"]
     if kind == "gemm":
         family = "gemm" if m.get("layout", "nt") == "nt" else "gemm_nn"
-        return f"{family}:{m['dtype']}", (_log2(m["m"]), _log2(m["n"]), _log2(m["k"])), (1, m["m"], m["n"], m["k"])
+        # rows whose inner dimensions are not 16-byte multiples run other (older, slower) kernels
+        align = m.get("align_bytes", 16)
+        suffix = f"@{align}" if align < 16 else ""
+        return f"{family}:{m['dtype']}{suffix}", (_log2(m["m"]), _log2(m["n"]), _log2(m["k"])), (1, m["m"], m["n"], m["k"])
     if kind == "bmm":
         return "bmm", (_log2(m["b"]), _log2(m["m"]), _log2(m["n"]), _log2(m["k"])), (m["b"], m["m"], m["n"], m["k"])
     if kind == "attention":
         # group: query heads per KV head (grouped-query attention; 1 where the measurement has none)
         feats = (_log2(m["bh"]), _log2(m["sq"]), _log2(m["sk"]), _log2(m["d"]), 1.0 if m["causal"] else 0.0,
                  _log2(m.get("group", 1)))
-        return "attention", feats, (m["bh"], m["sq"], m["sk"], m["d"])
+        # fp32 attention runs other kernels than 16-bit flash attention (no flash kernel takes fp32)
+        key = "attention:fp32" if m.get("dtype") == "fp32" else "attention"
+        return key, feats, (m["bh"], m["sq"], m["sk"], m["d"])
     if kind == "conv":
         out = (m["hw"] + 2 * m["pad"] - m["ksize"]) // m["stride"] + 1
         gm, gn, gk = m["n"] * out * out, m["cout"], m["cin"] * m["ksize"] ** 2
-        return "conv", (_log2(gm), _log2(gn), _log2(gk), _log2(m["ksize"] ** 2)), (1, gm, gn, gk)
+        # fp32 convolutions run other cuDNN kernels than 16-bit ones (no tensor-core layout transposes)
+        key = "conv:fp32" if m.get("dtype") == "fp32" else "conv"
+        return key, (_log2(gm), _log2(gn), _log2(gk), _log2(m["ksize"] ** 2)), (1, gm, gn, gk)
+    if kind == "batch_norm" and "hw" in m:
+        # NCHW batch norm timed at real activation shapes: bytes and plane size (hw x hw)
+        return "bn", (_log2(m["bytes"]), _log2(m["hw"] ** 2)), None
     if kind == "copy" and not m.get("warm", True):
         return "mem:copy_cold", (_log2(m["bytes"]),), None
     return f"mem:{kind}", (_log2(m["bytes"]),), None
@@ -293,11 +352,19 @@ class ProfileModel:
         # per model key: features, and the columns η is computed from at once (numpy, not per point)
         groups: dict[str, tuple[list, list]] = {}
         self.device_ = device
-        self.launch_s_ = profile.ceilings.get("launch_overhead_s", 0.0)
-        self.view_s_ = profile.ceilings.get("view_overhead_s", 0.0)
+        dispatch = profile.dispatch
+        # a profile that measured its dispatch apart (GPU eager): each event-timed call waited
+        # isolated_call_s on the host before its kernel ran; the kernel itself costs the floor plus
+        # its work. Otherwise (a CPU, a published CUDA-graph table) the fixed cost per op is the
+        # measured (or datasheet) launch overhead, and a view costs the dispatcher's view time.
+        self.floor_s_ = float(dispatch.get("kernel_floor_s", 0.0))
+        self.isolated_s_ = float(dispatch.get("isolated_call_s", 0.0))
+        self.after_s_ = float(dispatch.get("after_launch_s", 0.0))
+        self.launch_s_ = self.floor_s_ if dispatch else profile.ceilings.get("launch_overhead_s", 0.0)
+        self.view_s_ = 0.0 if dispatch else profile.ceilings.get("view_overhead_s", 0.0)
         peaks: dict[tuple[bool, str], float | None] = {}
         for i, m in enumerate(profile.measurements):
-            if i == exclude or m["kind"] in ("launch", "view", "h2d"):
+            if i == exclude or m["kind"] in ("launch", "view", "h2d") or self.censored(m):
                 continue
             key, feats, shape = _features(m)
             dtype = m.get("dtype", "fp32")
@@ -309,13 +376,13 @@ class ProfileModel:
                 continue
             xs, cols = groups.setdefault(key, ([], []))
             xs.append(feats)
-            cols.append((m["flop"], m["bytes"], m["time_s"], peak,
+            cols.append((m["flop"], m["bytes"], m["time_s"], self._fixed_s(m), peak,
                          *(_wave_shape(key, shape) if shape is not None else (0, 0, 0, 0))))
         self.memo_ = {}
         self.models_ = {}
         for key, (xs, cols) in groups.items():
-            flop, nbytes, time_s, peak, batch, m_, n_, _ = np.asarray(cols, dtype=float).T
-            core = time_s - np.minimum(self.launch_s_, 0.5 * time_s)
+            flop, nbytes, time_s, fixed, peak, batch, m_, n_, _ = np.asarray(cols, dtype=float).T
+            core = time_s - np.minimum(fixed, self._MAX_FIXED * time_s)
             eta = np.maximum(flop / peak, nbytes / device.mem_bytes_per_s) / core
             if device.kind == "gpu" and batch.any():
                 eta = eta / wave_efficiencies(batch, m_, n_, self.kind_defaults, device)
@@ -325,6 +392,27 @@ class ProfileModel:
                                                   key.startswith("gemm"))
         return self
 
+    @property
+    def _MAX_FIXED(self) -> float:
+        """Largest share of a measured time taken as fixed cost: half without a measured dispatch (the
+        rule before dispatch was measured), 95% with it (a tiny kernel's event time is nearly all
+        dispatch, measured)."""
+        return 0.95 if self.isolated_s_ else 0.5
+
+    def censored(self, m: dict) -> bool:
+        """True for an event-timed measurement that does not resolve its kernel: one that ended before the
+        closing event was recorded takes isolated call + after launch (+ floor) whatever the kernel did,
+        and up to twice that the host's jitter (a few us) is still a large share of what is left."""
+        return bool(self.after_s_) and m.get("timing") != "kernel" and \
+            m["time_s"] <= 2 * (self.isolated_s_ + self.after_s_ + self.floor_s_)
+
+    def _fixed_s(self, m: dict) -> float:
+        """The fixed part of one measurement's time: the kernel floor, plus the isolated call's host wait
+        for an event-timed call on a profile that measured it; else the launch overhead."""
+        if not self.isolated_s_ and not self.floor_s_:
+            return self.launch_s_
+        return self.floor_s_ + (0.0 if m.get("timing") == "kernel" else self.isolated_s_)
+
     def efficiency_of(self, m: dict, device: Device) -> float | None:
         """Measured η of one measurement on `device` (wave quantization divided out on GPUs)."""
         key, _, shape = _features(m)
@@ -333,7 +421,7 @@ class ProfileModel:
             _vector_peak(device, dtype)
         if not peak:
             return None
-        core = m["time_s"] - min(self.launch_s_, 0.5 * m["time_s"])
+        core = m["time_s"] - min(self._fixed_s(m), self._MAX_FIXED * m["time_s"])
         eta = _ideal_s(m["flop"], m["bytes"], peak, device.mem_bytes_per_s) / core
         if shape is not None and device.kind == "gpu":
             eta /= wave_efficiency(_wave_shape(key, shape), self.kind_defaults, device)
@@ -359,11 +447,27 @@ class ProfileModel:
 
 
 def _wave_shape(key: str, shape: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
-    if key == "attention":
+    if key.startswith("attention"):
         # FlashAttention tiles the queries of each (batch, head): blocks = bh x ceil(Sq/128)
         bh, sq, sk, d = shape
         return bh, sq, d, sk
     return shape
+
+
+def alignment_bytes(rec: OpRecord) -> int:
+    """The largest of 16, 8, 4, 2 bytes that divides the inner (contiguous) dimension of every matrix
+    operand and the output of a GEMM: cuBLAS's Hopper kernels need 16-byte rows; others run older
+    kernels (measured: benchmarks/data/measured/*/probe/gpu_grid.json, cutlass sm80 at 4 and 8 bytes,
+    sm75 align1 at 2 bytes)."""
+    align = 16
+    for t in [rec.arg(name) for name in ("self", "mat1", "mat2", "input", "other")] + list(rec.outputs):
+        if t is None or not hasattr(t, "shape") or len(t.shape) < 2:
+            continue
+        inner = t.shape[-2] if t.col_major else t.shape[-1]
+        row_bytes = int(inner) * max(int(t.bits) // 8, 1)
+        while align > 2 and row_bytes % align:
+            align //= 2
+    return align
 
 
 def _op_key(rec: OpRecord, category: str, dtype: str, models: dict) -> tuple[str, tuple[float, ...], object] | None:
@@ -396,6 +500,12 @@ def _op_key(rec: OpRecord, category: str, dtype: str, models: dict) -> tuple[str
     if category == "elementwise" and rec.packet in _TRANSCENDENTAL:
         kind = "gelu"
     if category == "norm" and "batch_norm" in rec.packet:
+        x = rec.arg("input") or rec.arg("self")
+        if "bn" in models and x is not None and len(x.shape) >= 3:
+            # batch norm's rate depends on the plane size as well as the bytes (few large channels of
+            # 7x7 run at a fifth of the rate of 112x112 ones: benchmarks/data/measured/*/probe/gpu_bn.json)
+            nbytes = sum(t.bytes for t in rec.tensors()) + sum(t.bytes for t in rec.outputs)
+            return "bn", (_log2(max(nbytes, 1.0)), _log2(math.prod(x.shape[2:]))), None
         kind = "batch_norm" if "mem:batch_norm" in models else "add"
     if category == "pool" and "max_pool" in rec.packet and "mem:maxpool" in models:
         kind = "maxpool"
@@ -439,7 +549,14 @@ class ProfileEfficiency:
         """Where the efficiencies come from (one line)."""
         if self.tier == "transferred":
             return f"transferred from {self.profile.device_id}: {self.profile.source}"
+        if self.tier == "cross-library":
+            return f"kernels of another library ({self.profile.library}): {self.profile.source}"
         return self.profile.source
+
+    @property
+    def dispatch(self) -> dict:
+        """The profile's measured dispatch block ({} when it has none)."""
+        return self.profile.dispatch
 
     def measures(self, gemm_dtype: str) -> bool:
         """True when the profile measured GEMMs of `gemm_dtype` (or of the dtype at the same tensor-core
@@ -462,10 +579,18 @@ class ProfileEfficiency:
         if key.startswith("gemm"):
             family = key.split(":")[0]
             dtype = _rec_dtype(rec)
-            for name in (dtype, _DTYPE_ALIASES.get(dtype)):
-                if name and f"{family}:{name}" in m.models_:
-                    key = f"{family}:{name}"
+            for fam, name in ((family, dtype), (family, _DTYPE_ALIASES.get(dtype)), ("gemm", dtype),
+                              ("gemm", _DTYPE_ALIASES.get(dtype))):
+                # a layout the profile did not time at this dtype takes the nn.Linear layout's curve of
+                # the dtype, never another dtype's (an fp32 curve read against the bf16 peak is 10x off)
+                if name and f"{fam}:{name}" in m.models_:
+                    key = f"{fam}:{name}"
                     break
+            align = alignment_bytes(rec)
+            if align < 16 and f"{key}@{align}" in m.models_:
+                key = f"{key}@{align}"
+        if key in ("attention", "conv") and _rec_dtype(rec) == "fp32":
+            key = f"{key}:fp32"
         if feats is None and key not in m.models_ and "mem:copy" in m.models_:
             # a published profile holds one memory-bound curve (an elementwise kernel): every
             # memory-bound kind it lacks streams at that curve's rate for its bytes
@@ -573,18 +698,49 @@ def profile_device(profile: Profile) -> Device | None:
         return profile.device(None)
 
 
-def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Profile], fallback,
-                   tiers: tuple[str, ...] = ("published", "measured")) -> object:
-    """The efficiency model of `device`: its own profile (tier measured or published), a profiled
-    device of the same vendor and generation (transferred), or `fallback` (datasheet).
+def _library_profile(profiles: Mapping[str, Profile], device_id: str, library: str) -> Profile | None:
+    """`device_id`'s profile of `library`, or None (a plain dict of profiles holds one per device)."""
+    lookup = getattr(profiles, "library", None)
+    if lookup is not None:
+        return lookup(device_id, library)
+    own = profiles.get(device_id) if device_id in profiles else None
+    return own if own is not None and own.library == library else None
 
-    A transfer crosses no architecture: a Hopper profile says nothing of an Ampere's or an MI300X's
-    kernels. Among neighbours the nearest in memory bandwidth is taken. Only profiles of `tiers` are
-    used (an engine's profile_tiers: published serving-stack tables describe serving engines' kernels)."""
-    own = profiles.get(device.id) if device.id in profiles else None
-    if own is not None and own.tier not in tiers:
-        own = None
+
+def _own_profile(profiles: Mapping[str, Profile], device_id: str, libraries: tuple[str, ...] | None) -> Profile | None:
+    """The device's profile of the first of `libraries` it has; with None, its default profile."""
+    if libraries is None:
+        return profiles[device_id] if device_id in profiles else None
+    for library in libraries:
+        found = _library_profile(profiles, device_id, library)
+        if found is not None:
+            return found
+    return None
+
+
+ProfileChoice = tuple[tuple[str, ...], tuple[str, ...]] | None
+"""(own libraries, other libraries) of an engine (Engine.libraries); None: the device's default profile
+and then any other it has (a single op, a caller with no engine)."""
+
+
+def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Profile], fallback,
+                   libraries: ProfileChoice = None) -> object:
+    """The efficiency model of `device` for an engine that runs the kernel libraries `libraries`:
+
+    1. the device's own profile of one of the engine's libraries (tier measured or published);
+    2. a profiled device of the same vendor and generation with one (tier transferred): among
+       neighbours the nearest in memory bandwidth; a transfer crosses no architecture;
+    3. the device's profile of another library (tier cross-library): kernel times of other kernels,
+       the engine's own fusions, dispatch and graphs applied by the caller, the band widened as for
+       a transfer;
+    4. `fallback` (datasheet)."""
+    own_libs, other_libs = libraries if libraries is not None else (None, ())
     kind_defaults = defaults.kinds.get(device.kind) or defaults.kinds["gpu"]
+    own = _own_profile(profiles, device.id, own_libs)
+    if own is None and libraries is None:
+        for library in getattr(profiles, "libraries", lambda _: ())(device.id):
+            own = _library_profile(profiles, device.id, library)
+            break
     if own is not None:
         ref = profile_device(own)
         return ProfileEfficiency(_fitted(own, ref, kind_defaults), own, own.tier, own_band(own, defaults), fallback)
@@ -593,21 +749,29 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Pr
     candidates = []
     for device_id in profiles:
         ref = _catalog_device(device_id)  # the folder names the device: no profile is read to choose
-        if ref is not None and _folder_tier(profiles, device_id) not in tiers:
-            continue
         if ref is None or ref.kind != device.kind or (ref.vendor, ref.generation) != (device.vendor, device.generation):
             continue
+        if own_libs is None and _folder_tier(profiles, device_id) not in ("published", "measured"):
+            continue
+        if own_libs is not None and _own_profile(profiles, device_id, own_libs) is None:
+            continue
         candidates.append((abs(math.log(ref.mem_bytes_per_s / device.mem_bytes_per_s)), device_id))
-    if not candidates:
-        return fallback
-    profile = profiles[min(candidates)[1]]
-    ref = profile_device(profile)
-    clock = (ref.clock_hz / device.clock_hz) if ref.clock_hz and device.clock_hz else 1.0
-    # a transferred prediction carries the neighbour's band widened by the error measured when one
-    # profiled device is predicted from another of its generation (hardware_specs/calibration/
-    # transfer.json); never wider than the datasheet band
-    band = min(defaults.datasheet_band_fraction, recorded_band(profile) + transfer_error(profile.path))
-    return ProfileEfficiency(_fitted(profile, ref, kind_defaults), profile, "transferred", band, fallback, clock)
+    if candidates:
+        profile = _own_profile(profiles, min(candidates)[1], own_libs)
+        ref = profile_device(profile)
+        clock = (ref.clock_hz / device.clock_hz) if ref.clock_hz and device.clock_hz else 1.0
+        # a transferred prediction carries the neighbour's band widened by the error measured when one
+        # profiled device is predicted from another of its generation (hardware_specs/calibration/
+        # transfer.json); never wider than the datasheet band
+        band = min(defaults.datasheet_band_fraction, recorded_band(profile) + transfer_error(profile.path))
+        return ProfileEfficiency(_fitted(profile, ref, kind_defaults), profile, "transferred", band, fallback, clock)
+    for library in other_libs:
+        other = _library_profile(profiles, device.id, library)
+        if other is not None:
+            ref = profile_device(other)
+            band = min(defaults.datasheet_band_fraction, recorded_band(other) + transfer_error(other.path))
+            return ProfileEfficiency(_fitted(other, ref, kind_defaults), other, "cross-library", band, fallback)
+    return fallback
 
 
 _FITTED: dict[int, tuple[Profile, Device, KindDefaults, ProfileModel]] = {}

@@ -85,7 +85,7 @@ MAX_SCALEOUT_GBPS = 1e5
 def target_of(req: Request, ctx: Context, engine: str | None = None):
     """The device's Target, its efficiency from the profiles `engine` runs the kernels of (every tier
     when None), with the scale-out bandwidth of --scaleout-gbps where given."""
-    tiers = get_engine(engine).profile_tiers if engine else ALL_TIERS
+    tiers = get_engine(engine).libraries if engine else ALL_TIERS
     gemm = _gemm_dtype(req.dtype) if engine else None
     target = ctx.target(req.device, tiers, gemm)
     if req.scaleout_gbps is None and req.power_limit_w is None:

@@ -18,8 +18,9 @@ from planner.hardware.catalog import Catalog, Device, load_catalog
 from planner.hardware.efficiency import DatasheetEfficiency, Defaults, EfficiencyModel, load_defaults
 from planner.predict.energy import PowerModel
 
-ALL_TIERS = ("published", "measured")
-"""Every profile tier: what a single op (`planner op`) or a caller with no engine is predicted from."""
+ALL_TIERS = None
+"""No engine: the device's default profile, then any other it has: what a single op (`planner op`) or a
+caller with no engine is predicted from (an engine passes Engine.libraries)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +64,11 @@ class Context:
                     return device
             raise UnknownNameError("device", name, list(exc.valid) + sorted(self.profiles)) from None
 
-    def efficiency(self, device: Device, tiers: tuple[str, ...] = ALL_TIERS) -> EfficiencyModel:
-        """The efficiency model of `device` from the profiles of `tiers` (an engine's profile_tiers: the
-        kernels it runs): its own profile, a transferred neighbour's, or datasheet; its tier decides the
+    def efficiency(self, device: Device, tiers=ALL_TIERS) -> EfficiencyModel:
+        """The efficiency model of `device` for an engine's kernel libraries (Engine.libraries: own, other):
+        its own profile, a transferred neighbour's, another library's, or datasheet; its tier decides the
         uncertainty band."""
-        key = (device.id, tuple(tiers))
+        key = (device.id, tiers)
         if key not in self._efficiency:
             from planner.hardware.profile import efficiency_for
             self._efficiency[key] = efficiency_for(device, self.defaults, self.profiles,
@@ -84,11 +85,11 @@ class Context:
             sizes += [s.device_count for s in self.catalog.servers.values() if s.device_id == device.id]
         return max(sizes)
 
-    def target(self, device: str | Device, tiers: tuple[str, ...] = ALL_TIERS, gemm_dtype: str | None = None) -> Target:
+    def target(self, device: str | Device, tiers=ALL_TIERS, gemm_dtype: str | None = None) -> Target:
         """The Target of a device (name, alias or Device) whose efficiency comes from the profiles of
         `tiers` that measured GEMMs at `gemm_dtype` (any dtype when None), resolved once and cached."""
         dev = device if isinstance(device, Device) else self.device(device)
-        key = (dev.id, tuple(tiers), gemm_dtype)
+        key = (dev.id, tiers, gemm_dtype)
         if key not in self._targets or self._targets[key].device != dev:
             eff = self.efficiency(dev, tiers)
             # a published table names its dtypes: GEMMs at another dtype were never timed there (a

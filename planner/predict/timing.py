@@ -4,12 +4,15 @@ Each distinct kernel is timed by the roofline (planner/predict/roofline.py) and 
 energy model (planner/predict/energy.py); a stage is the sum of its parts, counts applied. No
 communication here: planner/predict/inference.py and planner/predict/training.py add collectives.
 
-Host launch. Kernels are launched asynchronously: the host queues them while the device runs earlier
-ones, so a phase takes max(device time, kernels x host cost per launch). The host cost is the engine's
-(hardware_specs/engines: eager PyTorch dispatch is several microseconds per op); a step the engine
-replays as a CUDA graph costs no per-kernel launch. On CPUs the dispatch cost is the calibrated
-per-op overhead already, so no separate floor applies. The time a phase waits on the host is
-reported as ("<phase>", "launch") in the breakdown and as the "launch" bound.
+Host dispatch. Kernels are launched asynchronously: the host issues them while the device runs earlier
+ones, so a phase takes max(device time, kernels x host cost per kernel op + views x host cost per view).
+The host costs are measured: an engine running its own library's profile that measured its dispatch
+(eager PyTorch on a GPU with a pytorch-eager profile: host time per aten op in model code, about 22 us
+on planner's H100 and H200 hosts) uses the profile's; otherwise the engine's (hardware_specs/engines).
+A step the engine replays as a CUDA graph costs no per-kernel launch. Views launch no kernel and cost
+the device nothing. On CPUs the dispatch cost is the calibrated per-op overhead already, so no separate
+floor applies. The time a phase waits on the host is reported as ("<phase>", "launch") in the
+breakdown and as the "launch" bound: such a phase is host-bound.
 
 Power limit. Profiles and datasheet efficiencies describe kernels timed in short bursts; a workload
 runs for seconds to days, and a kernel that would draw more than the device's power limit runs at the
@@ -70,13 +73,23 @@ class OpRow:
     """Per call."""
 
 
-def host_launch_s(dg: DeviceGraph, device: Device) -> float:
-    """Host seconds per kernel launch of `dg`'s engine on `device`: 0 when the step is replayed as a
-    CUDA graph or the device is a CPU."""
+def host_dispatch_s(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel | None = None) -> tuple[float, float]:
+    """(host seconds per kernel op, per view) of `dg`'s engine on `device`: (0, 0) when the step is
+    replayed as a CUDA graph or the device is a CPU; the profile's measured dispatch when the engine runs
+    that profile's library on its own device (tier measured); else the engine's launch cost, views free."""
     engine = get_engine(dg.workload.engine)
     if device.kind == "cpu" or engine.replays(dg.workload.mode):
-        return 0.0
-    return engine.host_launch_s
+        return 0.0, 0.0
+    profile = getattr(efficiency, "profile", None)
+    dispatch = getattr(efficiency, "dispatch", None) or {}
+    if dispatch and getattr(efficiency, "tier", "") == "measured" and profile.library in engine.profile_libraries:
+        return float(dispatch["host_per_op_s"]), float(dispatch.get("view_host_s", 0.0))
+    return engine.host_launch_s, 0.0
+
+
+def host_launch_s(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel | None = None) -> float:
+    """Host seconds per kernel launch of `dg`'s engine on `device` (host_dispatch_s's first term)."""
+    return host_dispatch_s(dg, device, efficiency)[0]
 
 
 def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel):
@@ -88,6 +101,10 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
     rows = []
     for op in part.ops:
         burst = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
+        if op.category == "view":
+            # no kernel; the host still dispatches it (counted as views, key "<phase>:view")
+            view_key = f"{op.record.phase}:view"
+            launches[view_key] = launches.get(view_key, 0) + op.count
         if burst.bound == "none":
             continue
         t = power.sustained(burst, device, op.cost)
@@ -101,7 +118,8 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
         key = (op.record.phase, op.category)
         breakdown[key] = breakdown.get(key, 0.0) + t.time_s * op.count
         phase_energy[op.record.phase] = phase_energy.get(op.record.phase, 0.0) + e * op.count
-        launches[op.record.phase] = launches.get(op.record.phase, 0) + op.count
+        if op.category != "view":
+            launches[op.record.phase] = launches.get(op.record.phase, 0) + op.count
         rows.append(OpRow(op.record.module, op.record.op, op.category, op.count, op.cost.flop, op.cost.bytes,
                           t.time_s, t.bound, e))
     return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches, limited
@@ -112,7 +130,7 @@ def stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, po
     cache = {}
     for role, part in (("first", dg.first), ("layer", dg.layer), ("last", dg.last)):
         cache[role] = _part_time(part, dg, device, efficiency, power)
-    launch_s = host_launch_s(dg, device)
+    launch_s, view_s = host_dispatch_s(dg, device, efficiency)
     stages = []
     for stage in range(dg.parallelism.pp):
         time = energy = flop = nbytes = limited = 0.0
@@ -134,8 +152,10 @@ def stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, po
             for k, v in pe.items():
                 phase_energy[k] = phase_energy.get(k, 0.0) + n * v
         for phase, count in launches.items():
+            if phase.endswith(":view"):
+                continue
             device_s = sum(v for (p, _), v in breakdown.items() if p == phase)
-            waiting = count * launch_s - device_s
+            waiting = count * launch_s + launches.get(f"{phase}:view", 0) * view_s - device_s
             if waiting > 0:
                 breakdown[(phase, "launch")] = waiting
                 bound["launch"] += waiting

@@ -153,7 +153,7 @@ def analyze(trace: Trace, device: str | None = None, *, engine: str = "eager", c
     `engine` runs (eager PyTorch for a plain profiler trace)."""
     ctx = ctx or default_context()
     dev = trace_device(trace, device, ctx)
-    eff = ctx.efficiency(dev, get_engine(engine).profile_tiers)
+    eff = ctx.efficiency(dev, get_engine(engine).libraries)
     dtype = _trace_dtype(trace)
     rows = _rows(trace, dev, eff, dtype)
     ops = pd.DataFrame(rows, columns=list(OP_COLUMNS))

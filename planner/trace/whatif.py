@@ -70,7 +70,7 @@ def what_if(report: TraceReport, device: str, *, host_scale: float = 1.0, engine
         raise ConfigError(f"--host-scale must be a number in [0, 100], got {host_scale!r}")
     src = report.device
     dst = ctx.device(device)
-    dst_eff = ctx.efficiency(dst, get_engine(engine).profile_tiers)
+    dst_eff = ctx.efficiency(dst, get_engine(engine).libraries)
     ratios: dict[int, float] = {}
     unscaled = 0
     ops = report.ops

@@ -29,7 +29,8 @@ GRAPH_MODES = ("none", "decode", "all")
 MAX_HOST_LAUNCH_S = 1e-3
 
 
-PROFILE_TIERS = ("published", "measured")
+LIBRARIES = ("pytorch-eager", "pytorch-inductor", "transformer-engine", "tensorrt", "aiconfigurator", "aiter")
+"""Kernel libraries a calibration profile can have measured (hardware_specs/calibration/README.md)."""
 POLICIES = ("vllm", "sglang", "trtllm", "static")
 ADMISSIONS = ("on_demand", "reserve_output")
 PREEMPTIONS = ("recompute", "none")
@@ -86,9 +87,12 @@ class Engine:
     tp_allreduce: str
     dtypes: tuple[str, ...]
     recipes: tuple[str, ...]
-    profile_tiers: tuple[str, ...]
-    """Calibration tiers whose kernels this engine runs ("published": serving-stack tables; "measured":
-    planner calibrate through PyTorch); a device with neither is transferred or datasheet."""
+    profile_libraries: tuple[str, ...]
+    """Kernel libraries this engine runs, in order: a device's profile of one of them is the engine's own
+    (tier measured or published), a neighbour's is transferred."""
+    other_libraries: tuple[str, ...]
+    """Libraries whose kernel times stand in, with a wider band, where the device has no profile of the
+    engine's own (tier cross-library): the engine's fusions, dispatch and graphs still apply."""
     sources: tuple[tuple[str, str], ...]
     """(fact, source) for every fact above."""
     scheduler: SchedulerDefaults | None = None
@@ -97,6 +101,11 @@ class Engine:
     def fuses(self, rule: str, phase: str) -> bool:
         """True when the engine applies fusion `rule` to ops of `phase` ("forward"/"backward")."""
         return any(r == rule and phase in phases for r, phases in self.fusions)
+
+    @property
+    def libraries(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(own libraries, other libraries): what Context.efficiency takes."""
+        return self.profile_libraries, self.other_libraries
 
     def replays(self, mode: str) -> bool:
         """True when a step of workload `mode` (prefill, decode, forward, training) is replayed as a
@@ -164,7 +173,8 @@ def parse_engine(data, where: str) -> Engine:
     sources.append(("dtypes", source))
     recipes, source = _fact(data, "quant", "recipes", where)
     sources.append(("quantization", source))
-    tiers, source = _fact(data, "profiles", "tiers", where)
+    libraries, source = _fact(data, "profiles", "libraries", where)
+    others = data["profiles"].get("other_libraries", [])
     sources.append(("calibration profiles", source))
     scheduler = _scheduler(data["scheduler"], where, sources) if "scheduler" in data else None
     return Engine(
@@ -176,7 +186,9 @@ def parse_engine(data, where: str) -> Engine:
         fusions=tuple(fusions), cuda_graphs=replays, host_launch_s=float(launch),
         attention=str(attention), tp_allreduce=str(allreduce),
         dtypes=_strings(dtypes, f"{where}: dtypes.values"), recipes=tuple(recipes) if isinstance(recipes, list) else (),
-        profile_tiers=_strings(tiers, f"{where}: profiles.tiers", PROFILE_TIERS), sources=tuple(sources),
+        profile_libraries=_strings(libraries, f"{where}: profiles.libraries", LIBRARIES),
+        other_libraries=_strings(others, f"{where}: profiles.other_libraries", LIBRARIES) if others else (),
+        sources=tuple(sources),
         scheduler=scheduler)
 
 

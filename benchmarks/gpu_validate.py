@@ -1,0 +1,247 @@
+"""Predictions against planner's own measurements of a real H100 and H200, on any machine.
+
+    .venv/bin/python benchmarks/gpu_validate.py [--out FILE] [--rebuild-data]
+
+The measured cases are data (benchmarks/data/gpu_validate.json, built by --rebuild-data from the raw
+runs under benchmarks/data/measured/<device>/):
+
+- "calibrate-day": `planner validate --device cuda` on the machines that made the calibration
+  profiles (validate.log: 12 off-grid bf16 GEMMs and 10 model cases, each timed with CUDA events around
+  one call: dispatch + kernel). Its "before" column is what planner predicted then (commit febe8d8).
+- "probe": benchmarks/gpu_probe.py on another lent machine of the same GPU: the same model cases, timed
+  the same way and also read back from the profiler (kernel sum, host issue time), and the GEMMs with
+  their CUPTI kernel time.
+
+Each case is predicted as `planner validate` predicts it now: engine eager, the device's pytorch-eager
+profile (tier measured), its dispatch (host per op) where the step is host-bound, and for a single GEMM
+the isolated call's wait plus the kernel. Prints a table per device and run, the groups' median and
+largest |error|, and the H100 <-> H200 transfer error per op kind (each device predicted from the
+other's eager profile alone, against its own measurements). Writes JSON to --out (default: print only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DATA = ROOT / "benchmarks" / "data" / "gpu_validate.json"
+DEVICES = ("h100-sxm", "h200-sxm")
+_LINE = re.compile(r"^\s+(?P<name>.+?)\s+predicted\s+(?P<pred>[\d.]+) ms\s+measured\s+(?P<meas>[\d.]+) ms")
+
+
+def _spec_of(name: str) -> tuple[str, dict]:
+    """validate.log's case name -> (kind, config)."""
+    parts = name.split()
+    if parts[0] == "gemm":
+        m, n, k = (int(v) for v in parts[1].split("x"))
+        return "gemm", {"m": m, "n": n, "k": k, "dtype": parts[2]}
+    sizes = dict(p.split("=") for p in parts[2:])
+    spec = ":".join([parts[0]] + ([parts[1]] if parts[1] != "forward" else []) + [f"{k}={v}" for k, v in sizes.items()])
+    return "model", {"spec": spec, "dtype": "bf16", "engine": "eager"}
+
+
+def rebuild_data() -> dict:
+    """The measured cases of both GPUs from the raw runs (validate.log, probe/gpu_probe.json)."""
+    cases = []
+    for device in DEVICES:
+        base = ROOT / "benchmarks" / "data" / "measured" / device
+        for line in (base / "validate.log").read_text().splitlines():
+            hit = _LINE.match(line)
+            if not hit:
+                continue
+            kind, config = _spec_of(hit["name"])
+            cases.append({"device": device, "run": "calibrate-day", "kind": kind, **config,
+                          "measured_s": float(hit["meas"]) / 1e3, "before_s": float(hit["pred"]) / 1e3,
+                          "source": f"benchmarks/data/measured/{device}/validate.log"})
+        probe = json.loads((base / "probe" / "gpu_probe.json").read_text())
+        for g in probe["gemm"]:
+            cases.append({"device": device, "run": "probe", "kind": "gemm", "m": g["m"], "n": g["n"], "k": g["k"],
+                          "dtype": g["dtype"], "measured_s": g["event_s"], "kernel_s": g["kernel_s"],
+                          "source": f"benchmarks/data/measured/{device}/probe/gpu_probe.json"})
+        for row in probe["models"]:
+            spec = row["case"]
+            amp = spec.endswith(":amp")
+            cases.append({"device": device, "run": "probe", "kind": "model", "spec": spec.removesuffix(":amp"),
+                          "dtype": "amp-bf16" if amp else "bf16", "engine": "eager", "measured_s": row["event_s"],
+                          "kernel_s": row["kernel_sum_s"], "host_issue_s": row["issue_s"], "kernels": row["kernels"],
+                          "source": f"benchmarks/data/measured/{device}/probe/gpu_probe.json"})
+    return {"what": "planner's measurements of a real H100 SXM and H200 SXM: model steps and single GEMMs timed "
+                    "with CUDA events around one call (measured_s); probe rows also the profiler's kernel sum "
+                    "(kernel_s) and the host's issue time of the step (host_issue_s)",
+            "cases": cases}
+
+
+def predict_case(case: dict, device_id: str, profile_device: str | None = None) -> tuple[float, float | None, str]:
+    """(predicted event time, predicted kernel time, tier) of one case on `device_id`, from the pytorch-eager
+    profile of `profile_device` (default: the device's own)."""
+    from planner.calibration.validate import isolated_call_s, parse_model_case
+    from planner.predict.context import default_context
+    from planner.predict.ops import gemm_record
+    from planner.predict.roofline import op_time
+    from planner.predict.timing import stage_times
+    from planner.workload.device_graph import device_graph
+    from planner.workload.engines import get_engine
+    from planner.workload.graphs import Workload, resolve_workload
+    from planner.workload.zoo import resolve
+
+    ctx = default_context()
+    device = ctx.device(device_id)
+    eff = _efficiency(ctx, device, profile_device)
+    if case["kind"] == "gemm":
+        rec, category, cost = gemm_record(case["m"], case["n"], case["k"], case["dtype"])
+        kernel = op_time(rec, category, cost, case["dtype"], device, eff).time_s
+        return isolated_call_s(eff, kernel), kernel, eff.tier
+    name, w = parse_model_case(case["spec"])
+    model = resolve(name)
+    w = resolve_workload(model, Workload(w.mode, w.batch, w.seq_len, w.context_len, w.image_size, case["dtype"]))
+    dg = device_graph(model, w)
+    stage = stage_times(dg, device, eff, ctx.power)[0]
+    _ = get_engine
+    return stage.time_s, stage.time_s - stage.bound_s.get("launch", 0.0), eff.tier
+
+
+def _efficiency(ctx, device, profile_device: str | None):
+    from planner.hardware.profile import ProfileEfficiency, _fitted, recorded_band
+    from planner.workload.engines import get_engine
+
+    own = ctx.efficiency(device, get_engine("eager").libraries)
+    if profile_device is None or profile_device == device.id:
+        return own
+    other = ctx.profiles.library(profile_device, "pytorch-eager")
+    ref = ctx.device(profile_device)
+    kind_defaults = ctx.defaults.kinds["gpu"]
+    # transferred: the other GPU's efficiencies on this GPU's peaks; its dispatch is a host's, kept
+    return ProfileEfficiency(_fitted(other, ref, kind_defaults), other, "transferred", recorded_band(other),
+                             own.fallback)
+
+
+def _supported(case: dict) -> bool:
+    return case["dtype"] in ("bf16", "fp16") or case["kind"] == "gemm"
+
+
+def run(data: dict) -> dict:
+    rows = []
+    for case in data["cases"]:
+        if not _supported(case):
+            continue
+        pred, kernel, tier = predict_case(case, case["device"])
+        row = {**case, "predicted_s": pred, "error": pred / case["measured_s"] - 1, "tier": tier}
+        if case.get("kernel_s"):
+            row["predicted_kernel_s"] = kernel
+            row["kernel_error"] = kernel / case["kernel_s"] - 1
+        if case.get("before_s"):
+            row["before_error"] = case["before_s"] / case["measured_s"] - 1
+        rows.append(row)
+    groups = {}
+    for row in rows:
+        key = f"{row['device']} {row['run']} {'gemm' if row['kind'] == 'gemm' else 'model'}"
+        groups.setdefault(key, {"event": [], "kernel": [], "before": []})
+        groups[key]["event"].append(abs(row["error"]))
+        if "kernel_error" in row:
+            groups[key]["kernel"].append(abs(row["kernel_error"]))
+        if "before_error" in row:
+            groups[key]["before"].append(abs(row["before_error"]))
+    summary = {k: {name: {"n": len(v), "median_abs_error": statistics.median(v), "max_abs_error": max(v)}
+                   for name, v in g.items() if v} for k, g in groups.items()}
+    return {"rows": rows, "summary": summary, "transfer": transfer(data)}
+
+
+def transfer(data: dict) -> dict:
+    """Each GPU's probe kernel times (GEMMs, model kernel sums) predicted from the other's eager profile."""
+    out = {}
+    for src, dst in (("h100-sxm", "h200-sxm"), ("h200-sxm", "h100-sxm")):
+        by_kind: dict[str, list[float]] = {}
+        for case in data["cases"]:
+            if case["device"] != dst or case["run"] != "probe" or not case.get("kernel_s") or not _supported(case):
+                continue
+            _, kernel, _ = predict_case(case, dst, src)
+            kind = "gemm" if case["kind"] == "gemm" else "model kernels"
+            by_kind.setdefault(kind, []).append(kernel / case["kernel_s"] - 1)
+        # the profiles' own kinds: each measurement of dst's profile predicted from src's
+        out[f"{src} -> {dst}"] = {k: {"n": len(v), "median_abs_error": statistics.median(map(abs, v)),
+                                      "p90_abs_error": sorted(map(abs, v))[int(0.9 * (len(v) - 1))]}
+                                  for k, v in by_kind.items()}
+        out[f"{src} -> {dst}"].update(_profile_transfer(src, dst))
+    return out
+
+
+def _profile_transfer(src: str, dst: str) -> dict:
+    """Per op kind of dst's eager profile: |predicted from src's profile / measured - 1| (median, p90)."""
+    import math
+
+    from planner.hardware.profile import ProfileModel, _features
+    from planner.predict.context import default_context
+
+    ctx = default_context()
+    a, b = ctx.profiles.library(src, "pytorch-eager"), ctx.profiles.library(dst, "pytorch-eager")
+    kd = ctx.defaults.kinds["gpu"]
+    dev_a, dev_b = ctx.device(src), ctx.device(dst)
+    model_a = ProfileModel(kd).fit(a, dev_a)
+    model_b = ProfileModel(kd).fit(b, dev_b)
+    errors: dict[str, list[float]] = {}
+    for m in b.measurements:
+        if m["kind"] in ("launch", "view", "h2d"):
+            continue
+        key, feats, shape = _features(m)
+        measured = model_b.efficiency_of(m, dev_b)
+        if measured is None or key not in model_a.models_:
+            continue
+        predicted = math.exp(model_a.models_[key](feats))
+        kind = key.split(":")[0] if not key.startswith(("gemm", "mem")) else key
+        errors.setdefault(kind, []).append(measured / predicted - 1)
+    return {f"profile {k}": {"n": len(v), "median_abs_error": statistics.median(map(abs, v)),
+                             "p90_abs_error": sorted(map(abs, v))[int(0.9 * (len(v) - 1))]}
+            for k, v in sorted(errors.items()) if len(v) >= 5}
+
+
+def _name(row: dict) -> str:
+    if row["kind"] == "gemm":
+        return f"gemm {row['m']}x{row['n']}x{row['k']} {row['dtype']}"
+    return row["spec"] + (" (amp)" if row["dtype"] == "amp-bf16" else "")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--rebuild-data", action="store_true", help=f"rebuild {DATA.relative_to(ROOT)} from the raw runs")
+    a = ap.parse_args()
+    if a.rebuild_data:
+        DATA.write_text(json.dumps(rebuild_data(), indent=1) + "\n")
+    data = json.loads(DATA.read_text())
+    result = run(data)
+    for device in DEVICES:
+        for run_name in ("calibrate-day", "probe"):
+            print(f"\n{device}, {run_name}\n")
+            print("| case | measured | predicted | error | before | kernel measured | kernel predicted | kernel error |")
+            print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+            for r in result["rows"]:
+                if r["device"] != device or r["run"] != run_name:
+                    continue
+                before = f"{r['before_error']:+.1%}" if "before_error" in r else ""
+                kern = (f"{r['kernel_s'] * 1e3:.3f} ms | {r['predicted_kernel_s'] * 1e3:.3f} ms | {r['kernel_error']:+.1%}"
+                        if "kernel_error" in r else " | | ")
+                print(f"| {_name(r)} | {r['measured_s'] * 1e3:.3f} ms | {r['predicted_s'] * 1e3:.3f} ms | "
+                      f"{r['error']:+.1%} | {before} | {kern} |")
+    print("\n| group | what | n | median abs error | max abs error |\n| --- | --- | --- | --- | --- |")
+    for k, g in result["summary"].items():
+        for name, s in g.items():
+            print(f"| {k} | {name} | {s['n']} | {s['median_abs_error']:.1%} | {s['max_abs_error']:.1%} |")
+    print("\n| transfer | op kind | n | median abs error | p90 abs error |\n| --- | --- | --- | --- | --- |")
+    for pair, kinds in result["transfer"].items():
+        for kind, s in kinds.items():
+            print(f"| {pair} | {kind} | {s['n']} | {s['median_abs_error']:.1%} | {s['p90_abs_error']:.1%} |")
+    if a.out:
+        from planner.files import write_text_atomic
+        write_text_atomic(a.out, json.dumps(result, indent=1))
+        print(f"\nwrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
