@@ -108,7 +108,8 @@ def predict_case(case: dict, device_id: str, profile_device: str | None = None) 
 
 
 def _efficiency(ctx, device, profile_device: str | None):
-    from planner.hardware.profile import ProfileEfficiency, _fitted, recorded_band
+    from planner.hardware.profile import recorded_band
+    from planner.hardware.profile_select import ProfileEfficiency, _fitted
     from planner.workload.engines import get_engine
 
     own = ctx.efficiency(device, get_engine("eager").libraries)

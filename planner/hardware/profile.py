@@ -28,7 +28,7 @@ from scipy.interpolate import LinearNDInterpolator
 
 from planner.files import read_text
 from planner.hardware.catalog import Device
-from planner.hardware.efficiency import Defaults, KindDefaults, gemm_shape, wave_efficiencies, wave_efficiency
+from planner.hardware.efficiency import KindDefaults, wave_efficiencies, wave_efficiency
 from planner.hardware.profile_check import (  # noqa: F401 (SCHEMA: the layout read)
     SCHEMA,
     check_profile,
@@ -37,17 +37,8 @@ from planner.hardware.profile_check import (  # noqa: F401 (SCHEMA: the layout r
     recorded_band,
     transfer_error,
 )
-from planner.workload.capture import OpRecord
 
 PROFILE_ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "calibration"
-_TRANSCENDENTAL = frozenset({"aten.gelu", "aten.silu", "aten.tanh", "aten.exp", "aten.sigmoid", "aten.erf",
-                             "aten.pow", "aten.rsqrt", "aten.sqrt", "aten.log", "aten.sin", "aten.cos",
-                             "aten.gelu_backward", "aten.silu_backward", "aten.tanh_backward",
-                             "aten.sigmoid_backward"})
-MEMORY_KIND_OF_CATEGORY = {"elementwise": "add", "norm": "layer_norm", "softmax": "softmax", "reduction": "sum",
-                           "copy": "copy", "fill": "copy", "embedding": "copy", "loss": "copy", "sort": "add",
-                           "pool": "add", "optimizer": "add"}
-
 
 @dataclass(frozen=True)
 class Profile:
@@ -454,167 +445,6 @@ def _wave_shape(key: str, shape: tuple[int, int, int, int]) -> tuple[int, int, i
     return shape
 
 
-def alignment_bytes(rec: OpRecord) -> int:
-    """The largest of 16, 8, 4, 2 bytes that divides the inner (contiguous) dimension of every matrix
-    operand and the output of a GEMM: cuBLAS's Hopper kernels need 16-byte rows; others run older
-    kernels (measured: benchmarks/data/measured/*/probe/gpu_grid.json, cutlass sm80 at 4 and 8 bytes,
-    sm75 align1 at 2 bytes)."""
-    align = 16
-    for t in [rec.arg(name) for name in ("self", "mat1", "mat2", "input", "other")] + list(rec.outputs):
-        if t is None or not hasattr(t, "shape") or len(t.shape) < 2:
-            continue
-        inner = t.shape[-2] if t.col_major else t.shape[-1]
-        row_bytes = int(inner) * max(int(t.bits) // 8, 1)
-        while align > 2 and row_bytes % align:
-            align //= 2
-    return align
-
-
-def _op_key(rec: OpRecord, category: str, dtype: str, models: dict) -> tuple[str, tuple[float, ...], object] | None:
-    """The model key, features and wave shape for one op of a graph."""
-    if category in ("matmul", "conv", "attention"):
-        shape = gemm_shape(rec, category)
-        if shape is None:
-            return None
-        b, m, n, k = shape
-        if category == "matmul":
-            if b > 1 and "bmm" in models:
-                return "bmm", (_log2(b), _log2(m), _log2(n), _log2(k)), shape
-            # an nn.Linear weight reaches mm stored transposed ("nt"); two row-major operands are "nn"
-            second = rec.arg("mat2") or rec.arg("other")
-            family = "gemm" if (second is None or second.col_major or "gemm_nn:fp32" not in models) else "gemm_nn"
-            key = f"{family}:{dtype}" if f"{family}:{dtype}" in models else f"{family}:fp32"
-            return key, (_log2(m * b), _log2(n), _log2(k)), (1, m * b, n, k)
-        if category == "conv":
-            w = rec.arg("weight")
-            ksize = math.prod(w.shape[2:]) if w is not None and len(w.shape) > 2 else 1
-            return "conv", (_log2(m), _log2(n), _log2(k), _log2(ksize)), shape
-        q, key_t = rec.arg("query"), rec.arg("key")
-        causal = bool(rec.arg("is_causal", False))
-        group = q.shape[-3] / key_t.shape[-3] if len(q.shape) >= 3 and len(key_t.shape) >= 3 else 1
-        return "attention", (_log2(b), _log2(m), _log2(key_t.shape[-2]), _log2(q.shape[-1]), float(causal),
-                             _log2(max(group, 1))), (b, m, key_t.shape[-2], q.shape[-1])
-    kind = MEMORY_KIND_OF_CATEGORY.get(category)
-    if kind is None:
-        return None
-    if category == "elementwise" and rec.packet in _TRANSCENDENTAL:
-        kind = "gelu"
-    if category == "norm" and "batch_norm" in rec.packet:
-        x = rec.arg("input") or rec.arg("self")
-        if "bn" in models and x is not None and len(x.shape) >= 3:
-            # batch norm's rate depends on the plane size as well as the bytes (few large channels of
-            # 7x7 run at a fifth of the rate of 112x112 ones: benchmarks/data/measured/*/probe/gpu_bn.json)
-            nbytes = sum(t.bytes for t in rec.tensors()) + sum(t.bytes for t in rec.outputs)
-            return "bn", (_log2(max(nbytes, 1.0)), _log2(math.prod(x.shape[2:]))), None
-        kind = "batch_norm" if "mem:batch_norm" in models else "add"
-    if category == "pool" and "max_pool" in rec.packet and "mem:maxpool" in models:
-        kind = "maxpool"
-    return f"mem:{kind}", None, None
-
-
-_DTYPE_OF = {("float32", 32): "fp32", ("bfloat16", 16): "bf16", ("float16", 16): "fp16", ("bfloat16", 8): "fp8",
-             ("bfloat16", 4): "fp4", ("float8_e4m3fn", 8): "fp8", ("int8", 8): "int8"}
-
-
-def _rec_dtype(rec: OpRecord) -> str:
-    """The logical dtype an op computes in, read from its first floating tensor (storage dtype and
-    counted width: fp8 and fp4 are captured as bf16 counted at 8 and 4 bits; scale factors of a
-    quantization recipe add a fraction of a bit, which is dropped)."""
-    for t in rec.tensors():
-        name = _DTYPE_OF.get((t.dtype, int(t.bits)))
-        if name:
-            return name
-    return "fp32"
-
-
-_DTYPE_ALIASES = {"fp16": "bf16", "bf16": "fp16"}
-"""A GEMM dtype the profile lacks, measured at the same tensor-core rate on every GPU of the catalog."""
-
-
-@dataclass(frozen=True)
-class ProfileEfficiency:
-    """The EfficiencyModel of a profiled device (tier measured or published) or a neighbour (transferred)."""
-
-    model: ProfileModel
-    profile: Profile
-    tier: str
-    band_fraction: float
-    fallback: object
-    """Datasheet efficiency for op kinds the profile does not cover."""
-    clock_ratio: float = 1.0
-    """Profiled device clock / predicted device clock, scaling the fixed per-op cost."""
-
-    @property
-    def source(self) -> str:
-        """Where the efficiencies come from (one line)."""
-        if self.tier == "transferred":
-            return f"transferred from {self.profile.device_id}: {self.profile.source}"
-        if self.tier == "cross-library":
-            return f"kernels of another library ({self.profile.library}): {self.profile.source}"
-        return self.profile.source
-
-    @property
-    def dispatch(self) -> dict:
-        """The profile's measured dispatch block ({} when it has none)."""
-        return self.profile.dispatch
-
-    def measures(self, gemm_dtype: str) -> bool:
-        """True when the profile measured GEMMs of `gemm_dtype` (or of the dtype at the same tensor-core
-        rate): a workload whose GEMMs run at a dtype the profile never timed is predicted from the
-        datasheet tier as a whole, not from a profile of some other dtype."""
-        return any(f"{family}:{name}" in self.model.models_ for family in ("gemm", "gemm_nn")
-                   for name in (gemm_dtype, _DTYPE_ALIASES.get(gemm_dtype)) if name)
-
-    def covers(self, rec: OpRecord, category: str) -> bool:
-        """True when the profile itself times this op (False: it falls back to the datasheet tier)."""
-        return self._key(rec, category) is not None
-
-    def _key(self, rec: OpRecord, category: str) -> tuple[str, tuple[float, ...] | None, object] | None:
-        """(model key, features or None for memory-bound, wave shape) of an op the profile covers."""
-        m = self.model
-        found = _op_key(rec, category, "fp32", m.models_)
-        if found is None:
-            return None
-        key, feats, shape = found
-        if key.startswith("gemm"):
-            family = key.split(":")[0]
-            dtype = _rec_dtype(rec)
-            for fam, name in ((family, dtype), (family, _DTYPE_ALIASES.get(dtype)), ("gemm", dtype),
-                              ("gemm", _DTYPE_ALIASES.get(dtype))):
-                # a layout the profile did not time at this dtype takes the nn.Linear layout's curve of
-                # the dtype, never another dtype's (an fp32 curve read against the bf16 peak is 10x off)
-                if name and f"{fam}:{name}" in m.models_:
-                    key = f"{fam}:{name}"
-                    break
-            align = alignment_bytes(rec)
-            if align < 16 and f"{key}@{align}" in m.models_:
-                key = f"{key}@{align}"
-        if key in ("attention", "conv") and _rec_dtype(rec) == "fp32":
-            key = f"{key}:fp32"
-        if feats is None and key not in m.models_ and "mem:copy" in m.models_:
-            # a published profile holds one memory-bound curve (an elementwise kernel): every
-            # memory-bound kind it lacks streams at that curve's rate for its bytes
-            key = "mem:copy"
-        return (key, feats, shape) if key in m.models_ else None
-
-    def efficiencies(self, rec: OpRecord, category: str, device: Device) -> tuple[float, float, float]:
-        m = self.model
-        if category == "view":
-            return 1.0, 1.0, m.view_s_ * self.clock_ratio
-        overhead = m.launch_s_ * self.clock_ratio
-        found = self._key(rec, category)
-        if found is None:
-            return self.fallback.efficiencies(rec, category, device)
-        key, feats, shape = found
-        if feats is None:  # memory-bound: features from the op's bytes
-            nbytes = sum(t.bytes for t in rec.tensors()) + sum(t.bytes for t in rec.outputs)
-            feats = (_log2(max(nbytes, 1.0)),)
-        eta = m.predict_eta(key, feats, shape, device)
-        if eta is None:
-            return self.fallback.efficiencies(rec, category, device)
-        return eta, eta, overhead
-
-
 def fit_report(raw_profile: dict) -> dict:
     """Leave-one-out errors of the efficiency model on a profile's own measurements.
 
@@ -669,22 +499,6 @@ def fit_report(raw_profile: dict) -> dict:
     return {**stats(every), "interior": stats(interior), "by_kind": {k: stats(v) for k, v in errors.items()}}
 
 
-def _folder_tier(profiles: Mapping[str, Profile], device_id: str) -> str:
-    """The tier of a profile, read from the index without parsing it where the index knows it."""
-    tier_of = getattr(profiles, "tier_of", None)
-    return tier_of(device_id) if tier_of else profiles[device_id].tier
-
-
-def _catalog_device(device_id: str) -> Device | None:
-    from planner.errors import PlannerError
-    from planner.hardware.catalog import load_catalog
-
-    try:
-        return load_catalog().device(device_id)
-    except PlannerError:
-        return None
-
-
 def profile_device(profile: Profile) -> Device | None:
     """The Device of a profile: the catalog's for a catalog id, else one from the measured ceilings."""
     from planner.errors import PlannerError
@@ -696,94 +510,3 @@ def profile_device(profile: Profile) -> Device | None:
         if "copy_bytes_per_s" not in profile.ceilings or not any(k.startswith("gemm_") for k in profile.ceilings):
             return None
         return profile.device(None)
-
-
-def _library_profile(profiles: Mapping[str, Profile], device_id: str, library: str) -> Profile | None:
-    """`device_id`'s profile of `library`, or None (a plain dict of profiles holds one per device)."""
-    lookup = getattr(profiles, "library", None)
-    if lookup is not None:
-        return lookup(device_id, library)
-    own = profiles.get(device_id) if device_id in profiles else None
-    return own if own is not None and own.library == library else None
-
-
-def _own_profile(profiles: Mapping[str, Profile], device_id: str, libraries: tuple[str, ...] | None) -> Profile | None:
-    """The device's profile of the first of `libraries` it has; with None, its default profile."""
-    if libraries is None:
-        return profiles[device_id] if device_id in profiles else None
-    for library in libraries:
-        found = _library_profile(profiles, device_id, library)
-        if found is not None:
-            return found
-    return None
-
-
-ProfileChoice = tuple[tuple[str, ...], tuple[str, ...]] | None
-"""(own libraries, other libraries) of an engine (Engine.libraries); None: the device's default profile
-and then any other it has (a single op, a caller with no engine)."""
-
-
-def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Profile], fallback,
-                   libraries: ProfileChoice = None) -> object:
-    """The efficiency model of `device` for an engine that runs the kernel libraries `libraries`:
-
-    1. the device's own profile of one of the engine's libraries (tier measured or published);
-    2. a profiled device of the same vendor and generation with one (tier transferred): among
-       neighbours the nearest in memory bandwidth; a transfer crosses no architecture;
-    3. the device's profile of another library (tier cross-library): kernel times of other kernels,
-       the engine's own fusions, dispatch and graphs applied by the caller, the band widened as for
-       a transfer;
-    4. `fallback` (datasheet)."""
-    own_libs, other_libs = libraries if libraries is not None else (None, ())
-    kind_defaults = defaults.kinds.get(device.kind) or defaults.kinds["gpu"]
-    own = _own_profile(profiles, device.id, own_libs)
-    if own is None and libraries is None:
-        for library in getattr(profiles, "libraries", lambda _: ())(device.id):
-            own = _library_profile(profiles, device.id, library)
-            break
-    if own is not None:
-        ref = profile_device(own)
-        return ProfileEfficiency(_fitted(own, ref, kind_defaults), own, own.tier, own_band(own, defaults), fallback)
-    if device.kind == "cpu":
-        return fallback
-    candidates = []
-    for device_id in profiles:
-        ref = _catalog_device(device_id)  # the folder names the device: no profile is read to choose
-        if ref is None or ref.kind != device.kind or (ref.vendor, ref.generation) != (device.vendor, device.generation):
-            continue
-        if own_libs is None and _folder_tier(profiles, device_id) not in ("published", "measured"):
-            continue
-        if own_libs is not None and _own_profile(profiles, device_id, own_libs) is None:
-            continue
-        candidates.append((abs(math.log(ref.mem_bytes_per_s / device.mem_bytes_per_s)), device_id))
-    if candidates:
-        profile = _own_profile(profiles, min(candidates)[1], own_libs)
-        ref = profile_device(profile)
-        clock = (ref.clock_hz / device.clock_hz) if ref.clock_hz and device.clock_hz else 1.0
-        # a transferred prediction carries the neighbour's band widened by the error measured when one
-        # profiled device is predicted from another of its generation (hardware_specs/calibration/
-        # transfer.json); never wider than the datasheet band
-        band = min(defaults.datasheet_band_fraction, recorded_band(profile) + transfer_error(profile.path))
-        return ProfileEfficiency(_fitted(profile, ref, kind_defaults), profile, "transferred", band, fallback, clock)
-    for library in other_libs:
-        other = _library_profile(profiles, device.id, library)
-        if other is not None:
-            ref = profile_device(other)
-            band = min(defaults.datasheet_band_fraction, recorded_band(other) + transfer_error(other.path))
-            return ProfileEfficiency(_fitted(other, ref, kind_defaults), other, "cross-library", band, fallback)
-    return fallback
-
-
-_FITTED: dict[int, tuple[Profile, Device, KindDefaults, ProfileModel]] = {}
-
-
-def _fitted(profile: Profile, ref: Device, kind_defaults: KindDefaults) -> ProfileModel:
-    """The model fitted to `profile` on its device, fitted once: a profile's own device and every
-    neighbour transferred from it share it (fitting a published profile takes a few tenths of a second).
-    Keyed by the profile object, which the entry keeps alive so its id is not reused."""
-    entry = _FITTED.get(id(profile))
-    if entry is None or entry[0] is not profile or entry[1] != ref or entry[2] is not kind_defaults:
-        if len(_FITTED) >= 32:
-            _FITTED.clear()
-        entry = _FITTED[id(profile)] = (profile, ref, kind_defaults, ProfileModel(kind_defaults).fit(profile, ref))
-    return entry[3]

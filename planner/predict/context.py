@@ -70,7 +70,7 @@ class Context:
         uncertainty band."""
         key = (device.id, tiers)
         if key not in self._efficiency:
-            from planner.hardware.profile import efficiency_for
+            from planner.hardware.profile_select import efficiency_for
             self._efficiency[key] = efficiency_for(device, self.defaults, self.profiles,
                                                    DatasheetEfficiency(self.defaults), tiers)
         return self._efficiency[key]

@@ -33,14 +33,15 @@ AUTO_BATCHES = tuple(2**i for i in range(13))  # 1 .. 4096
 
 def pass_time(target: Target, dg: DeviceGraph, tokens: int, stages=None) -> tuple[float, list[float], list[float]]:
     """(wall time, per-stage busy time, per-stage op energy) of one pass of `dg` through every stage
-    (`stages`: its stage_times when the caller has them already)."""
+    (`stages`: its stage_times when the caller has them already). Busy is the device's kernel time: a
+    stage waiting on host dispatch (eager, host-bound) is idle for that wait."""
     device, defaults, node = target.device, target.defaults, target.node_size
     stages = stages if stages is not None else stage_times(dg, device, target.efficiency, target.power)
     busy, energy = [], []
     wall = 0.0
     for s, st in enumerate(stages):
         comm = layer_comm_s(dg, s, tokens, device, defaults, node)
-        busy.append(st.time_s)
+        busy.append(st.time_s - st.bound_s.get("launch", 0.0))
         energy.append(st.energy_j)
         wall += st.time_s + comm
     wall += (dg.parallelism.pp - 1) * pipeline_hop_s(dg, tokens, device, defaults, node)
@@ -69,6 +70,9 @@ def _llm(target: Target, model: Model, par: Parallelism, batch: int, input_len: 
         decode_energy = [sum(p[2][s] for p in passes) / 2 for s in range(par.pp)]
     steps = output_len - 1
     latency = ttft + steps * tpot
+    # share of a decode step (a prefill when there is none) the device waits on the host's dispatch
+    step_s, step_busy = (tpot, decode_busy) if output_len > 1 else (ttft, busy)
+    host_wait = max(0.0, 1 - max(step_busy) / step_s) if step_s > 0 else 0.0
     throughput = par.dp * batch * output_len / latency
     total_busy = [b + steps * d for b, d in zip(busy, decode_busy)]
     total_energy = [e + steps * d for e, d in zip(energy, decode_energy)]
@@ -79,7 +83,8 @@ def _llm(target: Target, model: Model, par: Parallelism, batch: int, input_len: 
     metrics = {"batch": batch, "input_len": input_len, "output_len": output_len, "ttft_s": ttft, "tpot_s": tpot,
                "latency_s": latency, "throughput_tokens_per_s": throughput,
                "j_per_output_token": energy_j / (par.dp * batch * output_len), "average_power_w_per_gpu": avg_power,
-               "kv_cache_bytes_per_token_per_gpu": memory.kv_cache_bytes / max(1, batch * (input_len + output_len))}
+               "kv_cache_bytes_per_token_per_gpu": memory.kv_cache_bytes / max(1, batch * (input_len + output_len)),
+               "host_wait_fraction": host_wait}
     capacity = kv_capacity_tokens(prefill, target.device, target.defaults)  # KV tokens that fit per model copy
     if capacity is not None:
         metrics["kv_cache_capacity_tokens"] = capacity
@@ -100,7 +105,8 @@ def _forward(target: Target, model: Model, par: Parallelism, batch: int, seq_len
     avg_power = energy_j / (par.devices * latency)
     basis = price(target, par.devices, cost, avg_power, par.tp)
     metrics = {"batch": batch, "latency_s": latency, "throughput_samples_per_s": throughput,
-               "j_per_sample": energy_j / (par.dp * batch), "average_power_w_per_gpu": avg_power}
+               "j_per_sample": energy_j / (par.dp * batch), "average_power_w_per_gpu": avg_power,
+               "host_wait_fraction": max(0.0, 1 - max(busy) / latency) if latency > 0 else 0.0}
     if basis is not None:
         metrics["usd_per_thousand_samples"] = basis.usd_per_h / (throughput * 3600) * 1e3
     return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics, engine)

@@ -153,7 +153,7 @@ def _measured_link(profile, op: str, gpus: int, nodes: int) -> tuple[float, floa
 
 
 def _copy(dev: Device, eff, nbytes: float) -> OpPrediction:
-    from planner.hardware.profile import ProfileEfficiency
+    from planner.hardware.profile_select import ProfileEfficiency
 
     rec, category, cost = copy_record(nbytes)
     if isinstance(eff, ProfileEfficiency):
@@ -169,7 +169,7 @@ def _copy(dev: Device, eff, nbytes: float) -> OpPrediction:
 
 
 def _h2d(defaults: Defaults, dev: Device, eff, nbytes: float) -> OpPrediction:
-    from planner.hardware.profile import ProfileEfficiency
+    from planner.hardware.profile_select import ProfileEfficiency
 
     if dev.kind == "cpu":
         raise ConfigError(f"{dev.id} is a CPU: there is no host-to-device copy")

@@ -50,6 +50,9 @@ class Prediction:
     notes: tuple[str, ...] = field(default=())
     engine: str = "eager"
     """The execution engine predicted (hardware_specs/engines)."""
+    profile: str | None = None
+    """The calibration profile the efficiencies came from (hardware_specs/calibration/<device>/<file>) and
+    its kernel library, or None (datasheet)."""
     power_model: str = ""
     """Which power model drew the energy: measured curve of a device, transferred from one, or datasheet
     fractions (planner/predict/energy.py, PowerModel.source)."""
@@ -68,7 +71,7 @@ class Prediction:
                "precision": describe(self.dtype),
                "engine": self.engine,
                "tp": self.parallelism.tp, "pp": self.parallelism.pp, "dp": self.parallelism.dp,
-               "ep": self.parallelism.ep, "zero": self.parallelism.zero, "tier": self.tier,
+               "ep": self.parallelism.ep, "zero": self.parallelism.zero, "tier": self.tier, "profile": self.profile,
                "band_fraction": self.band_fraction, "fits": self.fits,
                "memory_bytes_per_gpu": self.memory.total_bytes, "memory": self.memory.as_dict(),
                "energy_j": self.energy_j, "power_model": self.power_model,
@@ -147,6 +150,10 @@ def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: s
     """Assemble a Prediction: energy footprint per job, notes on what is missing, tier and rows used."""
     device, eff = target.device, target.efficiency
     notes = [f"tier {eff.tier}: {eff.source}"] if getattr(eff, "source", "") else []
+    if metrics.get("host_wait_fraction", 0.0) > 0.5:
+        notes.append(f"host-bound: the device waits {metrics['host_wait_fraction']:.0%} of each step on the host's "
+                     f"kernel dispatch ({engine} launches every op from Python); an engine with CUDA graphs or "
+                     "fused kernels does not")
     if "j_per_output_token" in metrics:
         _footprint(target, basis, metrics, metrics["j_per_output_token"], "million_output_tokens", 1e6, notes)
     elif "j_per_sample" in metrics:
@@ -166,4 +173,10 @@ def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: s
                      f"{memory.capacity_bytes / 1e9:.1f} GB usable; short by {memory.shortfall_bytes / 1e9:.1f} GB")
     return Prediction(model.name, device.id, par.devices, mode, dtype, par, eff.tier, eff.band_fraction, memory,
                       energy_j, basis, metrics, (f"devices.csv:{device.id} ({device.date})",), tuple(notes), engine,
-                      target.power.source(device).label)
+                      _profile_name(eff), target.power.source(device).label)
+
+
+def _profile_name(eff) -> str | None:
+    """"<file> (<library>)" of the profile behind an efficiency model, None for the datasheet tier."""
+    profile = getattr(eff, "profile", None)
+    return f"{profile.name} ({profile.library})" if profile is not None else None

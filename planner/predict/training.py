@@ -104,7 +104,9 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     memory = training_memory(step_graph, par.dp, par.zero, microbatches, recompute, device, defaults)
     idle = target.power.idle_w(device)
     share = 1 / par.dp if par.zero >= 1 else 1.0  # ZeRO: each device steps its 1/dp shard of the optimizer
-    busy = [microbatches * (st.time_s - st.phase_s("optimizer")) + share * st.phase_s("optimizer") for st in stages]
+    # the device is busy for its kernels; a wait on host dispatch (eager, host-bound) is idle time
+    busy = [microbatches * (st.time_s - st.phase_s("optimizer") - st.bound_s.get("launch", 0.0))
+            + share * st.phase_s("optimizer") for st in stages]
     op_energy = [microbatches * (st.energy_j - st.phase_energy_j.get("optimizer", 0.0))
                  + share * st.phase_energy_j.get("optimizer", 0.0) for st in stages]
     energy_j = par.dp * par.tp * sum(e + idle * max(0.0, step - b) for b, e in zip(busy, op_energy))
@@ -115,6 +117,7 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
                "seq_len": workload.seq_len, "step_time_s": step, "samples_per_s": samples / step, "mfu": mfu, "model_flop_per_step": model_flop,
                "pipeline_bubble_fraction": (par.pp - 1) / (microbatches + par.pp - 1),
                "dp_comm_exposed_s": exposed, "optimizer_s": optimizer, "average_power_w_per_gpu": avg_power,
+               "host_wait_fraction": min(1.0, max(st.bound_s.get("launch", 0.0) * microbatches for st in stages) / step),
                "j_per_step": energy_j}
     if workload.seq_len:  # token models only: a sample of a vision model is an image, not a token
         metrics["tokens_per_s"] = tokens_per_step / step

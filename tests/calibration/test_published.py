@@ -124,14 +124,20 @@ def test_import_refusals_are_one_line(tmp_path, capsys):
         convert(tmp_path / "h100_sxm", "h100-sxm", H100.name, H100.llc_bytes)
 
 
-def test_serving_engines_use_published_profiles_and_training_stacks_do_not(capsys):
+def test_each_engine_uses_the_profile_of_its_own_kernel_library(capsys):
     from planner.predict.api import Request, predict
 
     served = predict(Request("llama-3.1-8b", "h100-sxm", mode="inference", batch=1, input_len=128, output_len=8))
-    trained = predict(Request("llama-3.1-8b", "h100-sxm", mode="inference", batch=1, input_len=128, output_len=8,
-                              engine="eager"))
+    eager = predict(Request("llama-3.1-8b", "h100-sxm", mode="inference", batch=1, input_len=128, output_len=8,
+                            engine="eager"))
     assert (served.engine, served.tier) == ("vllm", "published")
-    assert (trained.engine, trained.tier) == ("eager", "datasheet")
+    # eager runs what planner calibrate timed through PyTorch: the pytorch-eager profile, tier measured
+    assert (eager.engine, eager.tier) == ("eager", "measured")
+    assert any("h100-sxm/pytorch-eager.json" in n for n in eager.notes)
+    # on a device with only the serving tables, eager takes them as another library's kernels
+    b200 = predict(Request("llama-3.1-8b", "b200", mode="inference", batch=1, input_len=128, output_len=8,
+                           engine="eager"))
+    assert b200.tier == "cross-library"
     assert any(n.startswith("tier published: https://github.com/ai-dynamo/aiconfigurator") for n in served.notes)
 
 

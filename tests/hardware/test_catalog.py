@@ -75,8 +75,10 @@ def test_blank_stays_blank(cat):
     assert cat.device("tpu-v5e").tdp_w is None  # not published
     assert cat.device("epyc-9654").peak_flop_per_s == {}
     assert cat.device("epyc-9654").memory_bytes is None
-    assert cat.device("h200-sxm").idle_w == pytest.approx(80.3)
-    assert cat.device("h100-sxm").idle_w is None
+    # measured with a CUDA context held (planner's NVML runs, 2026-11-23); a100 has no sourced idle power
+    assert cat.device("h200-sxm").idle_w == pytest.approx(128.8)
+    assert cat.device("h100-sxm").idle_w == pytest.approx(122.7)
+    assert cat.device("a100-sxm-80gb").idle_w is None
 
 
 def test_unknown_device_suggests_close_matches(cat):

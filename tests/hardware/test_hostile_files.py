@@ -16,7 +16,8 @@ from planner.cli import main
 from planner.errors import ConfigError
 from planner.hardware.catalog import DEFAULT_ROOT, CatalogError, load_catalog
 from planner.hardware.efficiency import DEFAULTS_PATH, DatasheetEfficiency, load_defaults
-from planner.hardware.profile import PROFILE_ROOT, efficiency_for, load_profiles, profile_device, read_profile
+from planner.hardware.profile import PROFILE_ROOT, load_profiles, profile_device, read_profile
+from planner.hardware.profile_select import efficiency_for
 from planner.predict.context import default_context
 from planner.predict.ops import gemm_record
 from planner.predict.roofline import op_time

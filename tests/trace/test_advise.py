@@ -111,7 +111,7 @@ def test_training_that_does_not_fit_gets_the_recompute_that_makes_it_fit():
 def test_a_precision_that_needs_another_engine_must_beat_that_engine_alone():
     checked = 0
     for req, objective in ((Request("resnet50", "l4", batch=8), "energy"),
-                           (Request("gpt2", "h100-sxm", mode="training", micro_batch=8, seq_len=1024), "cost")):
+                           (Request("gpt2", "b200", mode="training", micro_batch=8, seq_len=1024), "cost")):
         for c in advise(req, objective=objective).changes:
             assert c.request.dtype in ("bf16", "quant=fp8", "mxfp8", "nvfp4") or req.mode == "inference"
             if c.kind == "precision" and " on " in c.title:  # e.g. fp8 training runs on megatron

@@ -13,6 +13,7 @@ from planner.predict.roofline import op_time
 from planner.trace.analyze import FLAG_RATIO, analyze
 from planner.trace.ops import count_op
 from planner.trace.read import read_trace
+from planner.workload.engines import get_engine
 from tests.trace.conftest import BATCH, CPU_PROFILE, D_MODEL, FFN, GPU_TRACES, HEADS, LAYERS, SEQ
 
 
@@ -67,7 +68,7 @@ def test_the_gemm_error_is_reported_and_slow_ops_flagged(forward):
 def test_attainable_times_are_the_predictors_own(forward):
     ctx = default_context()
     dev = ctx.device(CPU_PROFILE)
-    eff = ctx.efficiency(dev, ("measured",))
+    eff = ctx.efficiency(dev, get_engine("eager").libraries)
     row = forward.counted[forward.counted["category"] == "matmul"].iloc[0]
     c = count_op(forward.trace.ops[int(row["index"])])
     assert row["attainable_s"] == op_time(c.record, c.category, c.cost, forward.dtype, dev, eff).time_s

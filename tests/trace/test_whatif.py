@@ -12,6 +12,7 @@ from planner.trace.analyze import analyze
 from planner.trace.findings import findings
 from planner.trace.read import parse_trace, read_trace
 from planner.trace.whatif import replay, what_if
+from planner.workload.engines import get_engine
 from tests.trace.conftest import CPU_PROFILE, GPU_TRACES
 
 
@@ -76,7 +77,7 @@ def test_each_op_scales_by_its_predicted_ratio_between_devices():
     ctx = default_context()
     c = count_op(report.trace.ops[0])
     h200 = ctx.device("h200-sxm")
-    ratio = op_time(c.record, c.category, c.cost, "bf16", h200, ctx.efficiency(h200, ("measured",))).time_s \
+    ratio = op_time(c.record, c.category, c.cost, "bf16", h200, ctx.efficiency(h200, get_engine("eager").libraries)).time_s \
         / report.counted["attainable_s"].iloc[0]
     assert w.counted_s == pytest.approx(3 * 5e-6 * ratio, rel=1e-9)
     assert w.wall_s == pytest.approx((3 + 3 * 5 * ratio) * 1e-6, rel=1e-9)
