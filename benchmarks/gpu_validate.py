@@ -188,7 +188,7 @@ def _profile_transfer(src: str, dst: str) -> dict:
     model_b = ProfileModel(kd).fit(b, dev_b)
     errors: dict[str, list[float]] = {}
     for m in b.measurements:
-        if m["kind"] in ("launch", "view", "h2d"):
+        if m["kind"] in ("launch", "view", "h2d") or model_b.censored(m):
             continue
         key, feats, shape = _features(m)
         measured = model_b.efficiency_of(m, dev_b)
@@ -202,6 +202,31 @@ def _profile_transfer(src: str, dst: str) -> dict:
             for k, v in sorted(errors.items()) if len(v) >= 5}
 
 
+def _pooled_transfer() -> dict:
+    """Median and p90 |error| over every measurement of both eager profiles predicted from the other's."""
+    import math
+
+    from planner.hardware.profile import ProfileModel, _features
+    from planner.predict.context import default_context
+
+    ctx = default_context()
+    errors = []
+    for src, dst in (("h100-sxm", "h200-sxm"), ("h200-sxm", "h100-sxm")):
+        a, b = ctx.profiles.library(src, "pytorch-eager"), ctx.profiles.library(dst, "pytorch-eager")
+        kd = ctx.defaults.kinds["gpu"]
+        model_a, model_b = ProfileModel(kd).fit(a, ctx.device(src)), ProfileModel(kd).fit(b, ctx.device(dst))
+        for m in b.measurements:
+            if m["kind"] in ("launch", "view", "h2d") or model_b.censored(m):
+                continue
+            key, feats, _ = _features(m)
+            measured = model_b.efficiency_of(m, ctx.device(dst))
+            if measured is not None and key in model_a.models_:
+                errors.append(abs(measured / math.exp(model_a.models_[key](feats)) - 1))
+    errors.sort()
+    return {"n": len(errors), "median_abs_error": statistics.median(errors),
+            "p90_abs_error": errors[int(0.9 * (len(errors) - 1))]}
+
+
 def _name(row: dict) -> str:
     if row["kind"] == "gemm":
         return f"gemm {row['m']}x{row['n']}x{row['k']} {row['dtype']}"
@@ -212,6 +237,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="write the results as JSON here")
     ap.add_argument("--rebuild-data", action="store_true", help=f"rebuild {DATA.relative_to(ROOT)} from the raw runs")
+    ap.add_argument("--write-transfer", action="store_true",
+                    help="write hardware_specs/calibration/transfer-pytorch-eager.json (the transferred tier's band)")
     a = ap.parse_args()
     if a.rebuild_data:
         DATA.write_text(json.dumps(rebuild_data(), indent=1) + "\n")
@@ -238,6 +265,15 @@ def main() -> None:
     for pair, kinds in result["transfer"].items():
         for kind, s in kinds.items():
             print(f"| {pair} | {kind} | {s['n']} | {s['median_abs_error']:.1%} | {s['p90_abs_error']:.1%} |")
+    if a.write_transfer:
+        from planner.files import write_text_atomic
+        pooled = _pooled_transfer()
+        path = ROOT / "hardware_specs" / "calibration" / "transfer-pytorch-eager.json"
+        write_text_atomic(path, json.dumps({"method": "each pytorch-eager profile's measurements predicted from the "
+                                            "other GPU's pytorch-eager profile (benchmarks/gpu_validate.py)",
+                                            "pairs": result["transfer"], **pooled}, indent=1) + "\n")
+        print(f"\nwrote {path.relative_to(ROOT)}: pooled median {pooled['median_abs_error']:.1%}, "
+              f"p90 {pooled['p90_abs_error']:.1%} over {pooled['n']} measurements")
     if a.out:
         from planner.files import write_text_atomic
         write_text_atomic(a.out, json.dumps(result, indent=1))

@@ -471,8 +471,8 @@ def fit_report(raw_profile: dict) -> dict:
         lo, hi = bounds.get(key, (np.asarray(feats), np.asarray(feats)))
         bounds[key] = (np.minimum(lo, feats), np.maximum(hi, feats))
     for i, m in enumerate(profile.measurements):
-        if m["kind"] in ("launch", "view", "h2d"):
-            continue
+        if m["kind"] in ("launch", "view", "h2d") or full.censored(m):
+            continue  # a censored time is the host's: the fit does not use it, nor is it judged by it
         key, feats, shape = _features(m)
         measured_eta = full.efficiency_of(m, device)
         if measured_eta is None or key not in full.models_:

@@ -202,9 +202,13 @@ def _show(value) -> str:
 
 def transfer_error(profile_path: str) -> float:
     """p90 |error| of a transfer between profiled devices of one generation, from transfer.json beside the
-    profile folders (written by benchmarks/published_profiles.py); 0.10 + the neighbour's band when
-    none was measured (the rule before any transfer was measured)."""
-    file = Path(profile_path).parent.parent / "transfer.json"
+    profile folders (written by benchmarks/published_profiles.py) for a device's default profile, or
+    transfer-<library>.json for a `<library>.json` profile (pytorch-eager: benchmarks/gpu_validate.py
+    --write-transfer); 0.10 + the neighbour's band when none was measured (the rule before any
+    transfer was measured)."""
+    path = Path(profile_path)
+    name = "transfer.json" if path.name == "profile.json" else f"transfer-{path.stem}.json"
+    file = path.parent.parent / name
     try:
         value = parse_json(read_text(file, "transfer errors"), str(file)).get("p90_abs_error")
     except (OSError, ConfigError, AttributeError):

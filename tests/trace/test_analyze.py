@@ -97,6 +97,20 @@ def test_a_gpu_trace_reads_against_the_catalog_device_it_names():
     assert parts["idle: host-bound (dispatch, Python)"] > 0.5 * report.wall_s
 
 
+def test_the_resnet50_step_on_the_h100_reads_against_its_measured_eager_profile():
+    report = analyze(read_trace(GPU_TRACES / "h100_resnet50_train_b32_amp_bf16.json.gz"))
+    assert report.device.id == "h100-sxm"
+    # the trace is eager PyTorch on an H100: the pytorch-eager profile measured on an H100 is its own
+    assert report.tier == "measured" and "h100-sxm/pytorch-eager.json" in report.source
+    # every kernel is correlated with its CPU op: the ops' own device time adds up to every kernel's
+    kernels = sum(e.dur_ns for e in report.trace.device_events) / 1e9
+    assert report.ops["device_s"].sum() == pytest.approx(kernels, rel=1e-9)
+    # 98% of it lies in counted ops, each with its measured time beside an attainable time from that profile
+    timed = report.counted[report.counted["measured_s"] > 0]
+    assert timed["measured_s"].sum() > 0.97 * kernels
+    assert len(timed) > 100 and (timed["attainable_s"] > 0).all()
+
+
 def test_a_cpu_trace_without_a_device_needs_a_profiled_cpu(traces, monkeypatch):
     from planner.calibration import bench
     from planner.errors import ConfigError
