@@ -390,6 +390,18 @@ def recompute_of(row: dict) -> str:
     raise NotExpressed("configuration not stated: activation checkpointing")
 
 
+def mixed_precision_of(row: dict) -> tuple[str, str]:
+    """How a 16-bit training row keeps its weights (planner.workload.graphs.MIXED_PRECISION), and why:
+    the precision column's AMP is torch.autocast (or APEX AMP) over fp32 weights; torchtitan and FSDP
+    keep fp32 sharded parameters and compute on 16-bit copies (FSDP MixedPrecision), as "master"."""
+    framework = row["framework_and_version"]
+    if "AMP" in row["precision"]:
+        return "amp", "mixed precision amp (the row says AMP)"
+    if "torchtitan" in framework or "FSDP" in framework:
+        return "master", "mixed precision master (torchtitan / FSDP: fp32 sharded parameters, bf16 compute copies)"
+    return "auto", ""
+
+
 def model_fields(row: dict, mode: str) -> tuple[dict, list, str, str, str | None]:
     """(Request fields of the model, device, precision, engine, layout and power limit; notes; catalog
     device; GPU label; device note), checked in that order."""
@@ -419,7 +431,15 @@ def plan_model(row: dict) -> Plan:
         else:
             recompute = "none"
             notes.append("no activation checkpointing (DLE and timm scripts use none)")
-        fields.update(micro_batch=batch, recompute=recompute)
+        mixed, why = mixed_precision_of(row)
+        fields.update(micro_batch=batch, recompute=recompute, mixed_precision=mixed)
+        if why:
+            notes.append(why)
+        framework = row["framework_and_version"]
+        if "torchtitan" in framework or "fused" in framework:
+            # torchtitan's optimizer.implementation defaults to "fused"; the DLE scripts name their fused optimizer
+            fields["optimizer"] = "fused"
+            notes.append("fused optimizer (torchtitan's default, or named by the row)")
         if category == "training_vision":
             fields["image_size"] = integer(row, "image_size", "image size")
         else:

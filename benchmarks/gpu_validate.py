@@ -100,7 +100,11 @@ def predict_case(case: dict, device_id: str, profile_device: str | None = None) 
         return isolated_call_s(eff, kernel), kernel, eff.tier
     name, w = parse_model_case(case["spec"])
     model = resolve(name)
-    w = resolve_workload(model, Workload(w.mode, w.batch, w.seq_len, w.context_len, w.image_size, case["dtype"]))
+    # validate and the probe train bf16 rows with the model and fused AdamW in bf16 ("pure"), amp rows
+    # under torch.autocast over fp32 weights ("amp"), fused AdamW
+    amp = case["dtype"] == "amp-bf16"
+    w = resolve_workload(model, Workload(w.mode, w.batch, w.seq_len, w.context_len, w.image_size, "bf16",
+                                         mixed_precision="amp" if amp else "pure", optimizer="fused"))
     dg = device_graph(model, w)
     stage = stage_times(dg, device, eff, ctx.power)[0]
     _ = get_engine
@@ -124,7 +128,7 @@ def _efficiency(ctx, device, profile_device: str | None):
 
 
 def _supported(case: dict) -> bool:
-    return case["dtype"] in ("bf16", "fp16") or case["kind"] == "gemm"
+    return case["dtype"] in ("bf16", "fp16", "amp-bf16") or case["kind"] == "gemm"
 
 
 def run(data: dict) -> dict:

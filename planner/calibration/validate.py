@@ -147,18 +147,20 @@ class _Planned:
     tier: str
 
 
-def _plan_case(ctx: Context, spec: str, local: LocalDevice, device, dtype: str) -> _Planned:
+def _plan_case(ctx: Context, spec: str, local: LocalDevice, device, dtype: str, eff=None) -> _Planned:
     """Parse, resolve and predict one model case; ConfigError when it is malformed, or predicted to
     take longer than MAX_CASE_S for its RUNS_PER_CASE runs, or more memory than this device offers."""
     name, workload = parse_model_case(spec)
     try:
         model = resolve(name)
+        # validate trains the model at its dtype with fused AdamW on it (_measure_model): "pure", "fused"
         w = resolve_workload(model, Workload(workload.mode, workload.batch, workload.seq_len, workload.context_len,
-                                             workload.image_size, dtype))
+                                             workload.image_size, dtype, mixed_precision="pure",
+                                             optimizer="fused"))
     except PlannerError as exc:  # the same message, with the case it is about
         raise ConfigError(f"model case '{spec}': {exc}") from None
     dg = device_graph(model, w)
-    eff = ctx.efficiency(device, get_engine(w.engine).libraries)
+    eff = eff or ctx.efficiency(device, get_engine(w.engine).libraries)
     predicted_s = sum(s.time_s for s in stage_times(dg, device, eff, ctx.power))
     if predicted_s * RUNS_PER_CASE > MAX_CASE_S:
         raise ConfigError(f"model case '{spec}' is predicted to take {predicted_s:.3g} s a run on {local.id}, and "
@@ -195,7 +197,8 @@ def _no_profile(local: LocalDevice, device_spec: str, ctx: Context) -> str:
             f"to measure it (about 10 minutes), then validate again")
 
 
-def _gemm_case(ctx: Context, device, local: str, m: int, n: int, k: int, dtype: str, cache: float) -> Case:
+def _gemm_case(ctx: Context, device, local: str, m: int, n: int, k: int, dtype: str, cache: float,
+               eff=None) -> Case:
     tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     elem = torch.empty((), dtype=tdtype).element_size()
     # nn.Linear's layout: x [M, K] @ W[N, K].t(), as calibrated and as models run it
@@ -203,7 +206,7 @@ def _gemm_case(ctx: Context, device, local: str, m: int, n: int, k: int, dtype: 
                     (m * k + k * n) * elem, cache, local)
     measured, _ = measure(lambda i: torch.mm(*sets[i % len(sets)]), local, warmup=2, repeats=30, budget_s=0.5)
     rec, category, cost = gemm_record(m, n, k, dtype)
-    eff = ctx.efficiency(device, get_engine("eager").libraries)
+    eff = eff or ctx.efficiency(device, get_engine("eager").libraries)
     t = op_time(rec, category, cost, dtype, device, eff)
     return Case(f"gemm {m}x{n}x{k} {dtype}", "op", "gemm", isolated_call_s(eff, t.time_s), measured, eff.tier)
 
@@ -240,20 +243,31 @@ def validate(device_spec: str = "auto", models: tuple[str, ...] | None = None, d
         log(f"validate: no calibration profile for {local.id}: predictions use the "
             f"{ctx.efficiency(device).tier} tier")
     dtype = dtype or ("fp32" if local.kind == "cpu" else "bf16")
+    eff = ctx.efficiency(device, get_engine("eager").libraries)
+    if local.kind != "cpu" and getattr(eff, "dispatch", None):
+        # dispatch is the host's: predict with this machine's (planner/calibration/dispatch.py)
+        from planner.calibration.dispatch import measure_dispatch, with_dispatch
+        here = measure_dispatch(local.torch_device, float(eff.dispatch.get("after_launch_s", 0.0)))
+        log(f"validate: dispatch measured here: {here['host_per_op_s'] * 1e6:.1f} us per kernel op, "
+            f"{here['view_host_s'] * 1e6:.2f} us per view, isolated call {here['isolated_call_s'] * 1e6:.1f} us "
+            f"(the profile's machine: {eff.dispatch['host_per_op_s'] * 1e6:.1f}, {eff.dispatch['view_host_s'] * 1e6:.2f}, "
+            f"{eff.dispatch['isolated_call_s'] * 1e6:.1f})")
+        eff = with_dispatch(eff, here)
     planned = []
     if models is not None:
-        planned = [_plan_case(ctx, spec, local, device, dtype) for spec in models]
+        planned = [_plan_case(ctx, spec, local, device, dtype, eff) for spec in models]
     else:
         # the standard set spans devices: a case too large for this one (a 24 GB GPU) is left out, not fatal
         for spec in CPU_MODELS if local.kind == "cpu" else GPU_MODELS:
             try:
-                planned.append(_plan_case(ctx, spec, local, device, dtype))
+                planned.append(_plan_case(ctx, spec, local, device, dtype, eff))
             except ConfigError as exc:
                 log(f"validate: left out: {exc}")
     cache = 64 * 2**20 if local.kind == "cpu" else float(local.properties.get("L2_cache_size", 64 * 2**20))
     cases: list[Case] = []
     for m, n, k in OFF_GRID_GEMMS:
-        case = _gemm_case(ctx, device, local.torch_device, m, n, k, "fp32" if local.kind == "cpu" else dtype, cache)
+        case = _gemm_case(ctx, device, local.torch_device, m, n, k, "fp32" if local.kind == "cpu" else dtype, cache,
+                          eff if local.kind != "cpu" else None)
         cases.append(case)
         log(f"  {case.name:<42} predicted {case.predicted_s * 1e3:9.3f} ms  measured {case.measured_s * 1e3:9.3f} ms"
             f"  error {case.error:+.1%}")

@@ -74,6 +74,13 @@ def workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--micro-batches", dest="microbatches", type=positive_int,
                    help="training: pipeline micro-batches per step (default 4 x pp)")
     p.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
+    p.add_argument("--mixed-precision", choices=("auto", "amp", "master", "pure"), default="auto",
+                   help="training at bf16/fp16: amp = torch.autocast over fp32 weights (eager, torch.compile), "
+                        "master = 16-bit weights + fp32 master in the optimizer (Megatron, FSDP), pure = all "
+                        "16-bit; auto = the engine's")
+    p.add_argument("--optimizer", choices=("auto", "fused", "foreach", "loop"), default="auto",
+                   help="training: the AdamW implementation (auto = the engine's: foreach for eager, fused for "
+                        "Megatron)")
     p.add_argument("--train-tokens", type=finite_float, help="training: tokens to train on (time, energy and cost to train)")
     p.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     precision_flags(p)

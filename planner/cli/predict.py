@@ -46,7 +46,9 @@ def _request(args: argparse.Namespace):
                    dp=args.dp, ep=args.ep, zero=args.zero, batch=args.batch, input_len=args.input_len,
                    output_len=args.output_len, seq_len=args.seq_len, image_size=args.image_size,
                    global_batch=args.global_batch, micro_batch=args.micro_batch, microbatches=args.microbatches,
-                   recompute=args.recompute, dtype=precision_of(args), instance=args.instance, site=args.site,
+                   recompute=args.recompute, mixed_precision=args.mixed_precision, optimizer=args.optimizer,
+                   dtype=precision_of(args),
+                   instance=args.instance, site=args.site,
                    pricing=args.pricing, utilization=args.utilization, overlap=args.overlap,
                    train_tokens=args.train_tokens, scaleout_gbps=getattr(args, "scaleout_gbps", None),
                    power_limit_w=getattr(args, "power_limit_w", None), engine=args.engine)
@@ -233,7 +235,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     training = {}
     if args.mode == "training":
         training = {k: getattr(args, k) for k in ("global_batch", "micro_batch", "microbatches", "recompute",
-                                                   "train_tokens")}
+                                                   "mixed_precision", "optimizer", "train_tokens")}
     training["engine"] = args.engine
     model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
     frame = compare(model, devices, args.mode, args.batch, args.input_len, args.output_len, args.seq_len,

@@ -62,6 +62,12 @@ class Request:
     micro_batch: int | None = None
     microbatches: int | None = None
     recompute: str = "none"
+    mixed_precision: str = "auto"
+    """Training at a 16-bit dtype: amp (torch.autocast, fp32 weights), master (16-bit weights, fp32 master
+    in the optimizer), pure (all 16-bit), auto (the engine's; planner.workload.graphs.MIXED_PRECISION)."""
+    optimizer: str = "auto"
+    """Training: the AdamW implementation, fused, foreach or loop; auto: the engine's
+    (planner.workload.graphs.OPTIMIZERS)."""
     dtype: str = "bf16"
     instance: str | None = None
     site: str | None = None
@@ -204,7 +210,7 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
     micro = req.micro_batch or (req.batch if isinstance(req.batch, int) else 1)
     return _engine_note(_scaleout_note(req, predict_training(
         target, model, par, micro, req.global_batch, req.seq_len, req.image_size, req.dtype, req.recompute,
-        req.train_tokens, cost, engine)), note)
+        req.train_tokens, cost, engine, req.mixed_precision, req.optimizer)), note)
 
 
 def _auto_micro_batch(req: Request, target, model: Model, par: Parallelism, cost: CostOptions,
@@ -224,7 +230,7 @@ def _auto_micro_batch(req: Request, target, model: Model, par: Parallelism, cost
 
     def run(micro: int) -> Prediction:
         return predict_training(target, model, par, micro, req.global_batch, req.seq_len, req.image_size, req.dtype,
-                                req.recompute, req.train_tokens, cost, engine)
+                                req.recompute, req.train_tokens, cost, engine, req.mixed_precision, req.optimizer)
 
     best = run(divisors[0])
     if not best.fits:
@@ -427,7 +433,8 @@ def op_rows(req: Request, ctx: Context | None = None, model: Model | None = None
     graphs = {}
     if req.mode == "training":
         graphs["step"] = Workload("training", req.micro_batch or batch, req.seq_len, image_size=req.image_size,
-                                  dtype=req.dtype, engine=engine)
+                                  dtype=req.dtype, engine=engine, mixed_precision=req.mixed_precision,
+                                  optimizer=req.optimizer)
     elif model.family == "decoder":
         prompt = prompt_len(model, req.input_len or req.seq_len, req.output_len, req.dtype)
         graphs["prefill"] = Workload("prefill", batch, prompt, dtype=req.dtype, engine=engine)

@@ -9,9 +9,10 @@ Serving (per device of the worst pipeline stage):
     activations = 3 x the largest op output of the prefill (gate, up and their product of a gated MLP
                   are live at once), the transient peak of a forward pass
     workspace   = CUDA context and library workspaces (hardware_specs/efficiency/defaults.json)
-Training (mixed precision, ZeRO per Rajbhandari et al. 2020):
-    weights 2 B, gradients 2 B, optimizer 12 B per parameter (fp32 master, moments m and v);
-    fp32 training: 4 + 4 + 8. Under a quantization recipe the weights are at the recipe's widths as
+Training (mixed precision, ZeRO per Rajbhandari et al. 2020), per parameter at bf16:
+    master (Megatron): weights 2 B, gradients 2 B, optimizer 12 B (fp32 master, moments m and v);
+    amp (torch.autocast): weights 4 B + its 2 B cast held through the backward, gradients 4 B,
+    optimizer 8 B; pure: 2 + 2 + 4; fp32 training: 4 + 4 + 8. Under a quantization recipe the weights are at the recipe's widths as
     in serving, gradients at the compute dtype, and the optimizer as mixed precision. ZeRO-1 shards the optimizer over dp, ZeRO-2 also the gradients,
     ZeRO-3 also the weights. Activations are what autograd saves for backward (captured), per
     layer, times the micro-batches a 1F1B pipeline keeps in flight on the first stage (min(pp, M));
@@ -143,6 +144,13 @@ def training_memory(step: DeviceGraph, dp: int, zero: int, microbatches: int, re
     mixed = dt.bits < 32
     weight_b, grad_b = dt.bits / 8, dt.bits / 8
     optim_b = 12.0 if mixed else 8.0
+    mode = step.workload.mixed_precision
+    if mode == "amp":
+        # fp32 weights, and autocast's 16-bit copy of each weight held from its first use in the forward
+        # until the backward is done; fp32 gradients; fp32 moments m and v, no master copy
+        weight_b, grad_b, optim_b = 4.0 + dt.bits / 8, 4.0, 8.0
+    elif mode == "pure":
+        optim_b = 2 * dt.bits / 8  # moments m and v at the weights' dtype
     pp = step.parallelism.pp
     in_flight = min(pp, microbatches)
     cfg = step.config

@@ -17,6 +17,7 @@ MFU = model FLOP of forward and backward (no recompute) per step / (step · devi
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from planner.errors import ConfigError
 from planner.predict.context import Target
@@ -36,8 +37,10 @@ RECOMPUTE = ("none", "selective", "full")
 def predict_training(target: Target, model: Model, par: Parallelism, micro_batch: int = 1,
                      global_batch: int | None = None, seq_len: int | None = None, image_size: int | None = None,
                      dtype: str = "bf16", recompute: str = "none", train_tokens: float | None = None,
-                     cost: CostOptions = CostOptions(), engine: str = "eager") -> Prediction:
-    """Predict a training step of `model` on `par.devices` devices of `target.device` run by `engine`."""
+                     cost: CostOptions = CostOptions(), engine: str = "eager", mixed_precision: str = "auto",
+                     optimizer: str = "auto") -> Prediction:
+    """Predict a training step of `model` on `par.devices` devices of `target.device` run by `engine`, a
+    16-bit dtype kept as `mixed_precision` says (planner.workload.graphs.MIXED_PRECISION)."""
     device, defaults, node = target.device, target.defaults, target.node_size
     validate(par, model.family, model.config)
     if recompute not in RECOMPUTE:
@@ -57,7 +60,7 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     else:
         microbatches = par.microbatches or (4 * par.pp if par.pp > 1 else 1)
     workload = resolve_workload(model, Workload("training", micro_batch, seq_len, image_size=image_size, dtype=dtype,
-                                                         engine=engine))
+                                                engine=engine, mixed_precision=mixed_precision, optimizer=optimizer))
     step_graph = device_graph(model, workload, par)
     stages = stage_times(step_graph, device, target.efficiency, target.power)
     tokens = micro_batch * (workload.seq_len or 1)
@@ -79,7 +82,14 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     optimizer = max(st.phase_s("optimizer") for st in stages) / (par.dp if par.zero >= 1 else 1)
 
     # data-parallel communication of the largest stage's gradients (and weights under ZeRO)
-    grad_bytes = max(stage_params(step_graph, s) for s in range(par.pp)) * precision(dtype).bits / 8  # compute dtype
+    # gradients are reduced in fp32 under amp (they are fp32) and master (Megatron-LM accumulates and
+    # reduces main grads in fp32, --accumulate-allreduce-grads-in-fp32; torchtitan's FSDP
+    # mixed_precision_reduce defaults to float32); weights are gathered at the dtype they are kept in
+    stage_max = max(stage_params(step_graph, s) for s in range(par.pp))
+    bits = precision(dtype).bits
+    mixed = workload.mixed_precision
+    grad_bytes = stage_max * (32 if mixed in ("amp", "master") else bits) / 8
+    weight_bytes = stage_max * (32 if mixed == "amp" else bits) / 8
     per_node = max(1, node // par.model_devices)
     dp_comm = 0.0
     if par.dp > 1:
@@ -87,7 +97,7 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
             dp_comm = collective_time_s("allreduce", grad_bytes, par.dp, device, defaults, per_node)
         else:
             rs = collective_time_s("reducescatter", grad_bytes, par.dp, device, defaults, per_node)
-            ag = collective_time_s("allgather", grad_bytes, par.dp, device, defaults, per_node)
+            ag = collective_time_s("allgather", weight_bytes, par.dp, device, defaults, per_node)
             dp_comm = rs + ag + (2 * microbatches * ag if par.zero == 3 else 0.0)
     backward_total = microbatches * max(st.phase_s("backward") for st in stages)
     exposed = dp_comm - min(par.overlap * dp_comm, backward_total)
@@ -130,4 +140,11 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
         metrics["energy_to_train_j"] = steps * energy_j
         if basis is not None:
             metrics["cost_to_train_usd"] = steps * step / 3600 * basis.usd_per_h
-    return make_prediction(target, model, par, "training", dtype, memory, energy_j, basis, metrics, engine)
+    p = make_prediction(target, model, par, "training", dtype, memory, energy_j, basis, metrics, engine)
+    from planner.workload.graphs import MIXED_PRECISION, OPTIMIZERS
+    if workload.mixed_precision != "none":
+        p = replace(p, notes=(*p.notes, f"mixed precision {workload.mixed_precision} (--mixed-precision): "
+                                        f"{MIXED_PRECISION[workload.mixed_precision]}"))
+    p = replace(p, notes=(*p.notes, f"optimizer AdamW {workload.optimizer} (--optimizer): "
+                                    f"{OPTIMIZERS[workload.optimizer]}"))
+    return p

@@ -97,6 +97,10 @@ class Engine:
     """(fact, source) for every fact above."""
     scheduler: SchedulerDefaults | None = None
     """Default batching of a serving engine; None for engines that do not serve requests."""
+    mixed_precision: str | None = None
+    """How it trains at a 16-bit dtype by default (planner.workload.graphs.MIXED_PRECISION); None: no training."""
+    optimizer: str | None = None
+    """Its default AdamW implementation (planner.workload.graphs.OPTIMIZERS); None: no training."""
 
     def fuses(self, rule: str, phase: str) -> bool:
         """True when the engine applies fusion `rule` to ops of `phase` ("forward"/"backward")."""
@@ -177,6 +181,18 @@ def parse_engine(data, where: str) -> Engine:
     others = data["profiles"].get("other_libraries", [])
     sources.append(("calibration profiles", source))
     scheduler = _scheduler(data["scheduler"], where, sources) if "scheduler" in data else None
+    mixed = None
+    if "mixed_precision" in data:
+        mixed, source = _fact(data, "mixed_precision", "value", where)
+        if mixed not in ("amp", "master", "pure"):
+            raise ConfigError(f"{where}: mixed_precision.value must be amp, master or pure")
+        sources.append(("mixed precision", source))
+    optimizer = None
+    if "optimizer" in data:
+        optimizer, source = _fact(data, "optimizer", "value", where)
+        if optimizer not in ("fused", "foreach", "loop"):
+            raise ConfigError(f"{where}: optimizer.value must be fused, foreach or loop")
+        sources.append(("optimizer", source))
     return Engine(
         name=data["name"], title=data["title"], description=data["description"],
         modes=_strings(data.get("modes"), f"{where}: modes", MODES),
@@ -189,7 +205,7 @@ def parse_engine(data, where: str) -> Engine:
         profile_libraries=_strings(libraries, f"{where}: profiles.libraries", LIBRARIES),
         other_libraries=_strings(others, f"{where}: profiles.other_libraries", LIBRARIES) if others else (),
         sources=tuple(sources),
-        scheduler=scheduler)
+        scheduler=scheduler, mixed_precision=mixed, optimizer=optimizer)
 
 
 def _scheduler(data, where: str, sources: list) -> SchedulerDefaults:

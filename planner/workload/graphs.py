@@ -48,6 +48,22 @@ class Workload:
     engine: str = "eager"
     """Execution engine (hardware_specs/engines): which fusions and CUDA graphs apply. The capture is
     the same for every engine; planner/workload/lowering.py rewrites it into the engine's kernels."""
+    mixed_precision: str = "auto"
+    """Training at a 16-bit dtype (MIXED_PRECISION): "amp", "master" or "pure"; "auto" takes the
+    engine's (hardware_specs/engines: eager and torch.compile amp, Megatron master); "none" otherwise."""
+    optimizer: str = "auto"
+    """Training: the AdamW implementation (OPTIMIZERS); "auto" takes the engine's (eager and
+    torch.compile foreach, PyTorch's default on CUDA; Megatron fused); "none" outside training."""
+
+
+MIXED_PRECISION = {
+    "amp": "torch.autocast over fp32 weights: each weight cast to the 16-bit dtype once per forward and its "
+           "gradient cast back, norms, softmax and the loss in fp32, fp32 gradients and AdamW moments, no master copy "
+           "(PyTorch's automatic mixed precision)",
+    "master": "16-bit weights and gradients, an fp32 master copy of the weights and fp32 moments in the optimizer, "
+              "the updated master cast back each step (Megatron-LM --bf16, FSDP MixedPrecision)",
+    "pure": "everything at the 16-bit dtype: weights, gradients and AdamW moments (model.to(bfloat16))"}
+"""How a training step at a 16-bit dtype keeps its weights, gradients and optimizer state."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,19 +129,38 @@ def resolve_workload(model: Model, w: Workload) -> Workload:
                               f"fixed); got image_size {image}")
         if image < 32:
             raise ConfigError(f"image_size must be at least 32 pixels, got {image}")
+    mixed = w.mixed_precision
+    if mixed not in ("auto", "none", *MIXED_PRECISION):
+        raise ConfigError(f"--mixed-precision must be one of auto, {', '.join(MIXED_PRECISION)}; got {_short(mixed)}")
+    dt = precision(w.dtype)
+    if mode != "training" or dt.bits >= 32:
+        mixed = "none"
+    elif not dt.plain or dt.bits != 16:
+        mixed = "master"  # a quantization recipe or an 8-bit dtype: fp32 master weights (autocast is 16-bit)
+    elif mixed == "auto":
+        mixed = get_engine(w.engine).mixed_precision or "master"
+    optimizer = w.optimizer
+    if optimizer not in ("auto", "none", *OPTIMIZERS):
+        raise ConfigError(f"--optimizer must be one of auto, {', '.join(OPTIMIZERS)}; got {_short(optimizer)}")
+    if mode != "training":
+        optimizer = "none"
+    elif optimizer == "auto":
+        optimizer = get_engine(w.engine).optimizer or "fused"
     tokens = w.batch * max(seq or 1, (ctx or 0) + 1)
     if tokens > MAX_TOKENS_PER_STEP:
         raise ConfigError(f"batch x tokens = {tokens:,} in one step is above the limit of {MAX_TOKENS_PER_STEP:,}")
     return replace(w, mode=mode, seq_len=seq if model.family in _DEFAULT_TOKENS else None,
                    context_len=ctx if mode == "decode" else None,
-                   image_size=image if model.family == "vision" else None)
+                   image_size=image if model.family == "vision" else None, mixed_precision=mixed,
+                   optimizer=optimizer)
 
 
-def _adamw_states(module: torch.nn.Module):
+def _adamw_states(module: torch.nn.Module, mixed: str = "master"):
     """Optimizer state on meta, grouped by the top-level child owning each parameter.
 
     Returns [(owner, params, master or None, m, v, steps)]: fp32 moments, and fp32 master weights
-    unless the weights already are fp32 (mixed precision keeps both).
+    unless the weights already are fp32 (mixed precision "master" keeps both); under "pure" the
+    moments are at the weights' dtype and there is no master.
     """
     groups = []
     seen: set[int] = set()
@@ -139,17 +174,59 @@ def _adamw_states(module: torch.nn.Module):
             seen.update(id(p) for p in params)
             if not params:
                 continue
-            mixed = params[0].dtype != torch.float32
+            low = params[0].dtype != torch.float32
+            state = params[0].dtype if mixed == "pure" else torch.float32
             f32 = lambda: [torch.empty(p.shape, dtype=torch.float32, device="meta") for p in params]
-            groups.append((owner if index is None else f"{owner}.{index}", params, f32() if mixed else None, f32(),
-                           f32(), [torch.empty((), dtype=torch.float32, device="meta") for _ in params]))
+            moment = lambda: [torch.empty(p.shape, dtype=state, device="meta") for p in params]
+            groups.append((owner if index is None else f"{owner}.{index}", params,
+                           f32() if low and mixed != "pure" else None, moment(),
+                           moment(), [torch.empty((), dtype=torch.float32, device="meta") for _ in params]))
     return groups
 
 
-def _adamw_step(cap: Capture, groups) -> None:
-    # Mixed precision (as Megatron and FSDP do it): grads are cast to fp32, the fused AdamW kernel
-    # updates the fp32 master weights and moments, and the low-precision weights are copied back.
-    # One fused call per layer (multi-tensor kernels run over parameter chunks).
+OPTIMIZERS = {
+    "fused": "torch.optim.AdamW(fused=True): one kernel per parameter chunk reads the weight, gradient and "
+             "both moments once and writes the weight and moments (Megatron's and Transformer Engine's fused Adam)",
+    "foreach": "torch.optim.AdamW's default on CUDA: multi-tensor kernels, one pass per step of the update "
+               "(weight decay, the two moments, the square root, its scale and epsilon, the update): about 3x "
+               "the fused kernel's traffic",
+    "loop": "torch.optim.AdamW(foreach=False): the same update one parameter at a time, 7 kernels each"}
+"""AdamW implementations (pytorch.org/docs/stable/generated/torch.optim.AdamW.html: "we will try to use
+foreach over the for-loop implementation on CUDA"; fused is opt-in)."""
+_ADAMW = dict(lr=1e-4, beta1=0.9, beta2=0.95, weight_decay=0.1, eps=1e-8)
+
+
+def _adamw_update(weights, grads, m, v, steps, optimizer: str) -> None:
+    """One AdamW update of lists of tensors, as `optimizer` runs it (torch.optim's _multi_tensor_adamw and
+    _single_tensor_adamw: decoupled weight decay, lerp for the first moment, addcmul for the second)."""
+    h = _ADAMW
+    if optimizer == "fused":
+        torch._fused_adamw_(weights, grads, m, v, [], steps, lr=h["lr"], beta1=h["beta1"], beta2=h["beta2"],
+                            weight_decay=h["weight_decay"], eps=h["eps"], amsgrad=False, maximize=False)
+        return
+    step_size, bc2_sqrt = h["lr"] / (1 - h["beta1"]), (1 - h["beta2"]) ** 0.5  # first step's corrections
+    if optimizer == "foreach":
+        torch._foreach_mul_(weights, 1 - h["lr"] * h["weight_decay"])
+        torch._foreach_lerp_(m, grads, 1 - h["beta1"])
+        torch._foreach_mul_(v, h["beta2"])
+        torch._foreach_addcmul_(v, grads, grads, 1 - h["beta2"])
+        denom = torch._foreach_sqrt(v)
+        torch._foreach_div_(denom, bc2_sqrt)
+        torch._foreach_add_(denom, h["eps"])
+        torch._foreach_addcdiv_(weights, m, denom, -step_size)
+        return
+    for w, g, m_, v_ in zip(weights, grads, m, v):  # loop: each parameter's kernels in turn
+        w.mul_(1 - h["lr"] * h["weight_decay"])
+        m_.lerp_(g, 1 - h["beta1"])
+        v_.mul_(h["beta2"]).addcmul_(g, g, value=1 - h["beta2"])
+        denom = (v_.sqrt() / bc2_sqrt).add_(h["eps"])
+        w.addcdiv_(m_, denom, value=-step_size)
+
+
+def _adamw_step(cap: Capture, groups, optimizer: str = "fused") -> None:
+    # Mixed precision "master" (as Megatron and FSDP do it): grads are cast to fp32, AdamW updates the
+    # fp32 master weights and moments, and the low-precision weights are copied back. One call per
+    # layer (multi-tensor kernels run over parameter chunks).
     for owner, params, master, m, v, steps in groups:
         live = [i for i, p in enumerate(params) if p.grad is not None]
         if not live:
@@ -157,9 +234,8 @@ def _adamw_step(cap: Capture, groups) -> None:
         with cap.module(owner):
             weights = [(master if master is not None else [p.data for p in params])[i] for i in live]
             grads = [params[i].grad if master is None else params[i].grad.float() for i in live]
-            torch._fused_adamw_(weights, grads, [m[i] for i in live], [v[i] for i in live], [],
-                                [steps[i] for i in live], lr=1e-4, beta1=0.9, beta2=0.95, weight_decay=0.1,
-                                eps=1e-8, amsgrad=False, maximize=False)
+            _adamw_update(weights, grads, [m[i] for i in live], [v[i] for i in live], [steps[i] for i in live],
+                          optimizer)
             if master is not None:
                 for i, w in zip(live, weights):
                     params[i].data.copy_(w)
@@ -237,22 +313,32 @@ def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
     dt = precision(w.dtype)
     module, args, kwargs, labels = build_inputs(model, w)
     training = w.mode == "training"
+    amp = training and w.mixed_precision == "amp"
+    if amp:  # fp32 weights and inputs; the forward casts as autocast does (planner/workload/amp.py)
+        module = module.float()
+        args = tuple(a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
     params = list(module.parameters())
     total = sum(p.numel() for p in params)
     active = total
     if model.family == "decoder" and model.config.num_experts:
         expert = sum(p.numel() for p in module.layers[0].mlp.experts[0].parameters())
         active = total - model.config.num_layers * (model.config.num_experts - model.config.experts_per_token) * expert
-    states = _adamw_states(module) if training else None
+    states = _adamw_states(module, w.mixed_precision) if training else None
 
     def run(cap: Capture) -> None:
         if not training:
             with torch.no_grad():
                 module(*args, **kwargs)
             return
-        _loss(model, module(*args, **kwargs), labels).backward()
+        if amp:
+            from planner.workload.amp import Autocast
+            with Autocast(dt.capture):  # the forward and the loss, as `with torch.autocast(...)` wraps them
+                loss = _loss(model, module(*args, **kwargs), labels)
+            loss.backward()
+        else:
+            _loss(model, module(*args, **kwargs), labels).backward()
         with cap.phase("optimizer"):
-            _adamw_step(cap, states)
+            _adamw_step(cap, states, w.optimizer)
 
     try:
         kv = tuple(t for pair in kwargs.get("kv_cache") or () for t in pair)  # KV-cache role (quant.py)

@@ -200,7 +200,8 @@ def test_training_without_micro_batch_picks_the_largest_that_fits_and_divides():
     assert "tokens_per_s" not in p.metrics and p.metrics["samples_per_s"] > 0
     # llama-3.1-8b at seq 8192 on 8 x H100 with ZeRO-1: 16 sequences per replica cannot all fit at once;
     # the choice divides 16, fits, and the next divisor up does not fit
-    req = dict(mode="training", gpus=8, global_batch=128, seq_len=8192, zero=1, recompute="full")
+    req = dict(mode="training", gpus=8, global_batch=128, seq_len=8192, zero=1, recompute="full",
+               mixed_precision="master")  # bf16 weights, fp32 master sharded by ZeRO-1 (autocast's fp32 weights do not fit)
     auto = predict(Request("llama-3.1-8b", "h100-sxm", **req))
     micro = auto.metrics["micro_batch"]
     assert 16 % micro == 0 and auto.fits and auto.metrics["microbatches"] == 16 // micro
