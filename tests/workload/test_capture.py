@@ -8,7 +8,7 @@ from planner.workload.zoo import resolve
 
 
 def test_records_ops_with_module_paths_and_phases(run_captured):
-    wg, _ = run_captured("gpt2", mode="training", seq_len=64)
+    wg, _ = run_captured("gpt2", mode="training", seq_len=64, optimizer="fused")
     records = wg.graph.records
     assert {r.phase for r in records} == {"forward", "backward", "optimizer"}
     fwd_mm = [r for r in records if r.packet == "aten.addmm" and r.phase == "forward"]
