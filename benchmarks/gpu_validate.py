@@ -10,7 +10,12 @@ runs under benchmarks/data/measured/<device>/):
   one call: dispatch + kernel). Its "before" column is what planner predicted then (commit febe8d8).
 - "probe": benchmarks/gpu_probe.py on another lent machine of the same GPU: the same model cases, timed
   the same way and also read back from the profiler (kernel sum, host issue time), and the GEMMs with
-  their CUPTI kernel time.
+  their CUPTI kernel time; its GEMMs are predicted with that machine's isolated-call wait (its tiny
+  GEMMs, none of validate's shapes).
+- "validate-<date>": `planner validate` runs that measured their own machine's dispatch (the isolated
+  call before the GEMMs, the host per op right before each model case, as their log records). The
+  first H200 run (validate-2026-11-26) measured the host only at its start; its model cases are left
+  out (its log has them, predicted 2x too slow for the decode steps: the host sped up mid-run).
 
 Each case is predicted as `planner validate` predicts it now: engine eager, the device's pytorch-eager
 profile (tier measured), its dispatch (host per op) where the step is host-bound, and for a single GEMM
@@ -32,6 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 DATA = ROOT / "benchmarks" / "data" / "gpu_validate.json"
+_VALIDATE_SHAPES = {(100, 700, 3000), (37, 1500, 600), (512, 3000, 768), (1, 5000, 2000), (200, 200, 200),
+                    (2000, 300, 1200), (48, 12000, 768), (700, 700, 700), (3, 30000, 500), (1500, 1500, 96),
+                    (128, 2304, 768), (300, 5000, 40)}
 DEVICES = ("h100-sxm", "h200-sxm")
 _LINE = re.compile(r"^\s+(?P<name>.+?)\s+predicted\s+(?P<pred>[\d.]+) ms\s+measured\s+(?P<meas>[\d.]+) ms")
 
@@ -47,6 +55,37 @@ def _spec_of(name: str) -> tuple[str, dict]:
     return "model", {"spec": spec, "dtype": "bf16", "engine": "eager"}
 
 
+_HOST = re.compile(r"host now: ([\d.]+) us per kernel op, ([\d.]+) us per view")
+_HERE = re.compile(r"dispatch measured here: ([\d.]+) us per kernel op, ([\d.]+) us per view, isolated call ([\d.]+) us")
+
+
+def _validate_run(device: str, run_dir: Path) -> list[dict]:
+    """The cases of a `planner validate` run that measured its machine's dispatch (validate.log): each
+    with the dispatch it was predicted with (isolated call for GEMMs, host per op right before a model)."""
+    cases, host = [], None
+    isolated = None
+    for line in (run_dir / "validate.log").read_text().splitlines():
+        if hit := _HERE.search(line):
+            isolated = float(hit[3]) * 1e-6
+        elif hit := _HOST.search(line):
+            host = (float(hit[1]) * 1e-6, float(hit[2]) * 1e-6)
+        elif hit := _LINE.match(line):
+            kind, config = _spec_of(hit["name"])
+            row = {"device": device, "run": run_dir.name, "kind": kind, **config,
+                   "measured_s": float(hit["meas"]) / 1e3, "before_s": None,
+                   "source": f"benchmarks/data/measured/{device}/{run_dir.name}/validate.log"}
+            if kind == "gemm" and isolated is not None:
+                row["isolated_call_s"] = isolated
+            if kind == "model":
+                if host is None:
+                    # a run that measured its host only at the start (the first, 2026-11-26): its host ran 2x
+                    # faster later, and it did not record how fast at each case; not expressible
+                    continue
+                row["host_per_op_s"], row["view_host_s"] = host
+            cases.append(row)
+    return cases
+
+
 def rebuild_data() -> dict:
     """The measured cases of both GPUs from the raw runs (validate.log, probe/gpu_probe.json)."""
     cases = []
@@ -60,10 +99,17 @@ def rebuild_data() -> dict:
             cases.append({"device": device, "run": "calibrate-day", "kind": kind, **config,
                           "measured_s": float(hit["meas"]) / 1e3, "before_s": float(hit["pred"]) / 1e3,
                           "source": f"benchmarks/data/measured/{device}/validate.log"})
+        for run_dir in sorted(base.glob("validate-*")):
+            cases += _validate_run(device, run_dir)
         probe = json.loads((base / "probe" / "gpu_probe.json").read_text())
+        # the probe machine's own isolated-call wait: its tiny GEMMs (none of validate's shapes) end before
+        # the closing event, so their event time is the wait + after_launch_s (the profile's)
+        tiny = statistics.median(g["event_s"] for g in probe["gemm"] if g["kernel_s"] <= 3e-6
+                                 and (g["m"], g["n"], g["k"]) not in _VALIDATE_SHAPES)
         for g in probe["gemm"]:
             cases.append({"device": device, "run": "probe", "kind": "gemm", "m": g["m"], "n": g["n"], "k": g["k"],
                           "dtype": g["dtype"], "measured_s": g["event_s"], "kernel_s": g["kernel_s"],
+                          "tiny_gemm_event_s": tiny,
                           "source": f"benchmarks/data/measured/{device}/probe/gpu_probe.json"})
         for row in probe["models"]:
             spec = row["case"]
@@ -91,9 +137,17 @@ def predict_case(case: dict, device_id: str, profile_device: str | None = None) 
     from planner.workload.graphs import Workload, resolve_workload
     from planner.workload.zoo import resolve
 
+    from planner.calibration.dispatch import with_dispatch
+
     ctx = default_context()
     device = ctx.device(device_id)
     eff = _efficiency(ctx, device, profile_device)
+    # the dispatch the case's own machine measured, where the run recorded it
+    here = {k: case[k] for k in ("host_per_op_s", "view_host_s", "isolated_call_s") if case.get(k) is not None}
+    if "tiny_gemm_event_s" in case:
+        here["isolated_call_s"] = max(0.0, case["tiny_gemm_event_s"] - eff.dispatch["after_launch_s"])
+    if here and getattr(eff, "dispatch", None):
+        eff = with_dispatch(eff, here)
     if case["kind"] == "gemm":
         rec, category, cost = gemm_record(case["m"], case["n"], case["k"], case["dtype"])
         kernel = op_time(rec, category, cost, case["dtype"], device, eff).time_s
@@ -249,7 +303,7 @@ def main() -> None:
     data = json.loads(DATA.read_text())
     result = run(data)
     for device in DEVICES:
-        for run_name in ("calibrate-day", "probe"):
+        for run_name in sorted({r["run"] for r in result["rows"] if r["device"] == device}):
             print(f"\n{device}, {run_name}\n")
             print("| case | measured | predicted | error | before | kernel measured | kernel predicted | kernel error |")
             print("| --- | --- | --- | --- | --- | --- | --- | --- |")

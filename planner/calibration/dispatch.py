@@ -8,6 +8,7 @@ against the host it ran on:
 - host_per_op_s: host time to issue one step of three small models whose kernels are too short to
   hold the host up (gpt2 decode b=1 c=128, bert-base b=1 s=32, vit-b-16 b=1), less their views at
   view_host_s, over their captured kernel ops; the median of the three (as scripts/eager_profile.py);
+  measured again right before each model case (DispatchProbe), since the host's speed drifts;
 - view_host_s: `tensor.view` in a loop;
 - isolated_call_s: the median event time of tiny bf16 GEMMs (their kernel ends before the closing
   event) less the profile's after_launch_s.
@@ -40,46 +41,64 @@ def _issue_s(fn, repeats: int = 7) -> float:
     return statistics.median(samples)
 
 
-def measure_dispatch(device: str, after_launch_s: float) -> dict:
+class DispatchProbe:
+    """The three small models of DISPATCH_CASES, built once on `device`, whose host issue time gives the
+    host cost per kernel op now (`host()`, about a second): the host's speed drifts within a run (2x
+    between the first seconds of a lent machine's run and later, benchmarks/data/measured/h200-sxm/
+    validate-2026-11-26/), so validate measures it again before each model case."""
+
+    def __init__(self, device: str):
+        from planner.calibration.validate import parse_model_case
+        from planner.workload.device_graph import device_graph
+        from planner.workload.graphs import Workload, build_inputs, resolve_workload
+        from planner.workload.zoo import resolve
+
+        self.device = device
+        self.steps = []
+        for spec in DISPATCH_CASES:
+            name, w = parse_model_case(spec)
+            model = resolve(name)
+            w = resolve_workload(model, Workload(w.mode, w.batch, w.seq_len, w.context_len, w.image_size, "bf16"))
+            kernels = views = 0
+            dg = device_graph(model, w)
+            for part, n in ((dg.first, 1), (dg.layer, dg.num_layers), (dg.last, 1)):
+                for op in part.ops:
+                    if op.category == "view":
+                        views += op.count * n
+                    else:
+                        kernels += op.count * n
+            module, args, kwargs, _ = build_inputs(model, w, device=device)
+            self.steps.append((spec, module, args, kwargs, kernels, views))
+        self._view = torch.randn(64, device=device)
+
+    def host(self) -> tuple[float, float, dict]:
+        """(host s per kernel op, per view, per case) measured now."""
+        for _ in range(50):
+            self._view.view(8, 8)
+        t0 = time.perf_counter()
+        for _ in range(2000):
+            self._view.view(8, 8)
+        view_host = (time.perf_counter() - t0) / 2000
+        per_op = {}
+        for spec, module, args, kwargs, kernels, views in self.steps:
+            def step():
+                with torch.no_grad():
+                    module(*args, **kwargs)
+            per_op[spec] = (_issue_s(step) - views * view_host) / kernels
+        return statistics.median(per_op.values()), view_host, per_op
+
+
+def measure_dispatch(device: str, after_launch_s: float, probe: DispatchProbe | None = None) -> dict:
     """This machine's dispatch block (the keys of a profile's `dispatch`), measured on CUDA `device`."""
-    from planner.calibration.validate import parse_model_case
-    from planner.workload.device_graph import device_graph
-    from planner.workload.graphs import Workload, build_inputs, resolve_workload
-    from planner.workload.zoo import resolve
-
-    a = torch.randn(64, device=device)
-    for _ in range(50):
-        a.view(8, 8)
-    t0 = time.perf_counter()
-    for _ in range(2000):
-        a.view(8, 8)
-    view_host = (time.perf_counter() - t0) / 2000
-    per_op = []
-    for spec in DISPATCH_CASES:
-        name, w = parse_model_case(spec)
-        model = resolve(name)
-        w = resolve_workload(model, Workload(w.mode, w.batch, w.seq_len, w.context_len, w.image_size, "bf16"))
-        kernels = views = 0
-        dg = device_graph(model, w)
-        for part, n in ((dg.first, 1), (dg.layer, dg.num_layers), (dg.last, 1)):
-            for op in part.ops:
-                if op.category == "view":
-                    views += op.count * n
-                else:
-                    kernels += op.count * n
-        module, args, kwargs, _ = build_inputs(model, w, device=device)
-
-        def step():
-            with torch.no_grad():
-                module(*args, **kwargs)
-        per_op.append((_issue_s(step) - views * view_host) / kernels)
+    probe = probe or DispatchProbe(device)
+    host, view_host, per_op = probe.host()
     tiny = []
     for m, n, k in TINY_GEMMS:
         x, y = random_tensor((m, k), torch.bfloat16, device), random_tensor((n, k), torch.bfloat16, device).t()
         tiny.append(measure(lambda i: torch.mm(x, y), device, warmup=3, repeats=30, budget_s=0.3)[0])
-    return {"host_per_op_s": statistics.median(per_op), "view_host_s": view_host,
+    return {"host_per_op_s": host, "view_host_s": view_host,
             "isolated_call_s": max(0.0, statistics.median(tiny) - after_launch_s),
-            "measured_here": {"per_op_by_case_s": dict(zip(DISPATCH_CASES, per_op)), "tiny_gemm_event_s": tiny}}
+            "measured_here": {"per_op_by_case_s": per_op, "tiny_gemm_event_s": tiny}}
 
 
 def with_dispatch(eff, dispatch: dict):

@@ -161,7 +161,7 @@ def _plan_case(ctx: Context, spec: str, local: LocalDevice, device, dtype: str, 
         raise ConfigError(f"model case '{spec}': {exc}") from None
     dg = device_graph(model, w)
     eff = eff or ctx.efficiency(device, get_engine(w.engine).libraries)
-    predicted_s = sum(s.time_s for s in stage_times(dg, device, eff, ctx.power))
+    predicted_s = _predicted_s(ctx, name, w, device, eff)
     if predicted_s * RUNS_PER_CASE > MAX_CASE_S:
         raise ConfigError(f"model case '{spec}' is predicted to take {predicted_s:.3g} s a run on {local.id}, and "
                           f"validate runs it at least {RUNS_PER_CASE} times: over the {MAX_CASE_S:g} s limit; "
@@ -182,6 +182,12 @@ def _plan_case(ctx: Context, spec: str, local: LocalDevice, device, dtype: str, 
             raise ConfigError(f"model case '{spec}' needs about {need_bytes / 1e9:.3g} GB; {local.id} offers "
                               f"{limit_bytes / 1e9:.3g} GB to one case: choose a smaller batch or sequence")
     return _Planned(spec, name, w, predicted_s, eff.tier)
+
+
+def _predicted_s(ctx: Context, name: str, w: Workload, device, eff) -> float:
+    """Predicted seconds of one run of model case `name` at resolved workload `w` with efficiency `eff`."""
+    dg = device_graph(resolve(name), w)
+    return sum(s.time_s for s in stage_times(dg, device, eff, ctx.power))
 
 
 def _no_profile(local: LocalDevice, device_spec: str, ctx: Context) -> str:
@@ -244,10 +250,12 @@ def validate(device_spec: str = "auto", models: tuple[str, ...] | None = None, d
             f"{ctx.efficiency(device).tier} tier")
     dtype = dtype or ("fp32" if local.kind == "cpu" else "bf16")
     eff = ctx.efficiency(device, get_engine("eager").libraries)
+    probe = None
     if local.kind != "cpu" and getattr(eff, "dispatch", None):
         # dispatch is the host's: predict with this machine's (planner/calibration/dispatch.py)
-        from planner.calibration.dispatch import measure_dispatch, with_dispatch
-        here = measure_dispatch(local.torch_device, float(eff.dispatch.get("after_launch_s", 0.0)))
+        from planner.calibration.dispatch import DispatchProbe, measure_dispatch, with_dispatch
+        probe = DispatchProbe(local.torch_device)
+        here = measure_dispatch(local.torch_device, float(eff.dispatch.get("after_launch_s", 0.0)), probe)
         log(f"validate: dispatch measured here: {here['host_per_op_s'] * 1e6:.1f} us per kernel op, "
             f"{here['view_host_s'] * 1e6:.2f} us per view, isolated call {here['isolated_call_s'] * 1e6:.1f} us "
             f"(the profile's machine: {eff.dispatch['host_per_op_s'] * 1e6:.1f}, {eff.dispatch['view_host_s'] * 1e6:.2f}, "
@@ -273,6 +281,11 @@ def validate(device_spec: str = "auto", models: tuple[str, ...] | None = None, d
             f"  error {case.error:+.1%}")
     for plan in planned:
         name, predicted, tier = plan.name, plan.predicted_s, plan.tier
+        if probe is not None:  # the host's speed now, for this case's prediction
+            host, view_host, _ = probe.host()
+            predicted = _predicted_s(ctx, name, plan.workload, device,
+                                     with_dispatch(eff, {"host_per_op_s": host, "view_host_s": view_host}))
+            log(f"  (host now: {host * 1e6:.1f} us per kernel op, {view_host * 1e6:.2f} us per view)")
         try:
             measured, w = _measure_model(name, plan.workload, local.torch_device, dtype, budget_per_case_s)
         except (torch.OutOfMemoryError, MemoryError) as exc:
