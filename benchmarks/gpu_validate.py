@@ -127,6 +127,7 @@ def rebuild_data() -> dict:
 def predict_case(case: dict, device_id: str, profile_device: str | None = None) -> tuple[float, float | None, str]:
     """(predicted event time, predicted kernel time, tier) of one case on `device_id`, from the pytorch-eager
     profile of `profile_device` (default: the device's own)."""
+    from planner.calibration.dispatch import with_dispatch
     from planner.calibration.validate import isolated_call_s, parse_model_case
     from planner.predict.context import default_context
     from planner.predict.ops import gemm_record
@@ -136,8 +137,6 @@ def predict_case(case: dict, device_id: str, profile_device: str | None = None) 
     from planner.workload.engines import get_engine
     from planner.workload.graphs import Workload, resolve_workload
     from planner.workload.zoo import resolve
-
-    from planner.calibration.dispatch import with_dispatch
 
     ctx = default_context()
     device = ctx.device(device_id)

@@ -30,7 +30,7 @@ MIN_UTILIZATION = 0.01
 and overflow to infinity near 5e-324."""
 MAX_TRAIN_TOKENS = 1e16
 """Largest training run accepted (tokens): 1,000x the 15T tokens of Llama 3."""
-COMPARE_COLUMNS = ("device", "vendor", "gpus", "tp", "engine", "fits", "tier", "batch", "ttft_s", "tpot_s", "latency_s",
+COMPARE_COLUMNS = ("device", "vendor", "gpus", "tp", "engine", "fits", "tier", "profile", "batch", "ttft_s", "tpot_s", "latency_s",
                    "throughput", "band_fraction", "usd_per_h", "usd_per_unit", "j_per_unit", "memory_gb_per_gpu",
                    "instance", "price_date", "price_stale", "note")
 """Columns of the compare table, present even when every device fails (then only `note` is filled)."""
@@ -406,7 +406,8 @@ def summary_row(p: Prediction) -> dict:
     j_per_unit = m.get("j_per_output_token") or m.get("j_per_sample")
     if j_per_unit is None and throughput:
         j_per_unit = p.energy_j / (m.get("tokens_per_s", throughput) * m.get("step_time_s", 1.0))
-    return {"gpus": p.gpus, "tp": p.parallelism.tp, "engine": p.engine, "fits": p.fits, "tier": p.tier, "batch": m.get("batch"),
+    return {"gpus": p.gpus, "tp": p.parallelism.tp, "engine": p.engine, "fits": p.fits, "tier": p.tier,
+            "profile": p.profile, "batch": m.get("batch"),
             "ttft_s": m.get("ttft_s"), "tpot_s": m.get("tpot_s"), "latency_s": latency, "throughput": throughput,
             "band_fraction": p.band_fraction, "usd_per_h": p.cost.usd_per_h if p.cost else math.nan,
             "usd_per_unit": per_unit if per_unit is not None else math.nan, "j_per_unit": j_per_unit,
