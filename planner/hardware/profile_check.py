@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,6 +98,26 @@ def check_profile(raw, where: str) -> None:
     held = _object(raw, "held_out", where)
     if held.get("p90_abs_error") is not None:
         _number(held["p90_abs_error"], f"{where}: held_out.p90_abs_error")
+    library = raw.get("library")
+    if library is not None and not (isinstance(library, str) and re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", library)):
+        raise ConfigError(f"{where}: library {_show(library)} must be a short lower-case name like pytorch-eager")
+    dispatch = _object(raw, "dispatch", where)
+    for key in DISPATCH_KEYS:
+        if key in dispatch:
+            value = dispatch[key]
+            _number(value, f"{where}: dispatch.{key}")
+            if value > MAX_DISPATCH_S:
+                raise ConfigError(f"{where}: dispatch.{key} is {value:g} s; a host or launch cost is under "
+                                  f"{MAX_DISPATCH_S:g} s")
+    if dispatch and "host_per_op_s" not in dispatch:
+        raise ConfigError(f"{where}: dispatch needs host_per_op_s (and view_host_s, kernel_floor_s, "
+                          "isolated_call_s, after_launch_s)")
+    for i, m in enumerate(measurements):
+        if isinstance(m, dict) and m.get("timing", "event") not in ("event", "kernel"):
+            raise ConfigError(f"{where}: measurements[{i}].timing {_show(m.get('timing'))} is not event or kernel")
+        if isinstance(m, dict) and m.get("align_bytes", 16) not in (2, 4, 8, 16):
+            raise ConfigError(f"{where}: measurements[{i}].align_bytes {_show(m.get('align_bytes'))} is not 2, 4, 8 "
+                              "or 16")
     collectives = raw.get("collectives")
     if isinstance(collectives, dict):  # a string says why none was measured
         for op, fit in _object(collectives, "fit", where).items():
@@ -106,6 +127,11 @@ def check_profile(raw, where: str) -> None:
             for key, positive in (("latency_s", False), ("bytes_per_s", True), ("median_abs_error", False)):
                 _number(fit.get(key), f"{where}: collectives.fit.{op}.{key}", positive)
 
+
+DISPATCH_KEYS = ("host_per_op_s", "view_host_s", "kernel_floor_s", "isolated_call_s", "after_launch_s")
+"""Seconds a profile's `dispatch` block may hold (planner/hardware/profile.py, Profile.dispatch)."""
+MAX_DISPATCH_S = 1e-2
+"""Largest dispatch figure accepted: 10 ms per op is 500x a measured eager dispatch."""
 
 _KINDS = frozenset((*SHAPES, *OVERHEADS, *SIZED))
 _FLAGS = (("dtype", "gemm", str), ("layout", None, str), ("warm", None, bool), ("causal", "attention", bool))

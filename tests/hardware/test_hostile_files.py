@@ -269,6 +269,14 @@ def _with(index: int, key: str, value) -> str:
     ("[]", "a JSON object expected, got list"),
     (json.dumps({**RAW, "measurements": {}}), "'measurements' must be a list"),
     (json.dumps({**RAW, "ceilings": {**RAW["ceilings"], "copy_bytes_per_s": 0}}), "copy_bytes_per_s must be > 0"),
+    # the dispatch block and library of a pytorch-eager profile (issue 20)
+    (json.dumps({**RAW, "dispatch": {"host_per_op_s": "fast"}}), "dispatch.host_per_op_s must be a number"),
+    (json.dumps({**RAW, "dispatch": {"host_per_op_s": -1e-6}}), "dispatch.host_per_op_s must be >= 0"),
+    (json.dumps({**RAW, "dispatch": {"host_per_op_s": 2.0}}), "a host or launch cost is under 0.01 s"),
+    (json.dumps({**RAW, "dispatch": {"view_host_s": 1e-6}}), "dispatch needs host_per_op_s"),
+    (json.dumps({**RAW, "library": "../../etc"}), "must be a short lower-case name"),
+    (_with(GEMM, "timing", "wallclock"), f"measurements[{GEMM}].timing 'wallclock' is not event or kernel"),
+    (_with(GEMM, "align_bytes", 3), f"measurements[{GEMM}].align_bytes 3 is not 2, 4, 8 or 16"),
 ])
 def test_a_bad_profile_is_one_line_naming_file_and_measurement(tmp_path, text, expected):
     path = tmp_path / "calibration" / "cpu-x" / "profile.json"
