@@ -288,7 +288,6 @@ def idle_and_gemm_power(log) -> dict:
 
 
 def models(log, out_dir: Path) -> list[dict]:
-    from planner.calibration.validate import _measure_model  # noqa: F401 (the same timing as validate)
     from planner.workload.graphs import Workload as W
     from planner.workload.graphs import _loss, build_inputs, resolve_workload
     from planner.workload.zoo import resolve

@@ -134,7 +134,6 @@ def predict_case(case: dict, device_id: str, profile_device: str | None = None) 
     from planner.predict.roofline import op_time
     from planner.predict.timing import stage_times
     from planner.workload.device_graph import device_graph
-    from planner.workload.engines import get_engine
     from planner.workload.graphs import Workload, resolve_workload
     from planner.workload.zoo import resolve
 
@@ -160,7 +159,6 @@ def predict_case(case: dict, device_id: str, profile_device: str | None = None) 
                                          mixed_precision="amp" if amp else "pure", optimizer="fused"))
     dg = device_graph(model, w)
     stage = stage_times(dg, device, eff, ctx.power)[0]
-    _ = get_engine
     return stage.time_s, stage.time_s - stage.bound_s.get("launch", 0.0), eff.tier
 
 

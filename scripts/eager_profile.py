@@ -47,9 +47,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from planner.calibration.dispatch import DISPATCH_CASES  # noqa: E402
 from planner.files import write_text_atomic  # noqa: E402
 
-DISPATCH_CASES = ("gpt2:decode:b=1:c=128", "bert-base:b=1:s=32", "vit-b-16:b=1")
 FLOOR_SHAPES = ((1, 256, 256), (16, 256, 256), (128, 256, 256))
 SMALL_SHAPES = {(m, nk, nk) for m in (1, 16, 128, 1024) for nk in (256, 1024, 4096)}
 """The probe's own GEMM grid (benchmarks/gpu_probe.py SMALL_GEMMS), none of validate's shapes."""
@@ -60,23 +60,10 @@ LONG_EVENT_S = 200e-6
 
 def captured_ops(spec: str) -> tuple[int, int]:
     """(kernel ops, view ops) of one step of a validate-style model case, as planner captures it."""
-    from planner.calibration.validate import parse_model_case
+    from planner.calibration.dispatch import case_workload
     from planner.workload.device_graph import device_graph
-    from planner.workload.graphs import Workload, resolve_workload
-    from planner.workload.zoo import resolve
 
-    name, w = parse_model_case(spec)
-    model = resolve(name)
-    w = resolve_workload(model, Workload(w.mode, w.batch, w.seq_len, w.context_len, w.image_size, "bf16"))
-    dg = device_graph(model, w)
-    kernels = views = 0
-    for part, n in ((dg.first, 1), (dg.layer, dg.num_layers), (dg.last, 1)):
-        for op in part.ops:
-            if op.category == "view":
-                views += op.count * n
-            else:
-                kernels += op.count * n
-    return kernels, views
+    return device_graph(*case_workload(spec)).launches()
 
 
 def build(device: str) -> dict:

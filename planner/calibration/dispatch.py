@@ -41,6 +41,17 @@ def _issue_s(fn, repeats: int = 7) -> float:
     return statistics.median(samples)
 
 
+def case_workload(spec: str):
+    """(model, resolved bf16 workload) of a validate-style case ("gpt2:decode:b=1:c=128")."""
+    from planner.calibration.validate import parse_model_case
+    from planner.workload.graphs import Workload, resolve_workload
+    from planner.workload.zoo import resolve
+
+    name, w = parse_model_case(spec)
+    model = resolve(name)
+    return model, resolve_workload(model, Workload(w.mode, w.batch, w.seq_len, w.context_len, w.image_size, "bf16"))
+
+
 class DispatchProbe:
     """The three small models of DISPATCH_CASES, built once on `device`, whose host issue time gives the
     host cost per kernel op now (`host()`, about a second): the host's speed drifts within a run (2x
@@ -48,25 +59,14 @@ class DispatchProbe:
     validate-2026-11-26/), so validate measures it again before each model case."""
 
     def __init__(self, device: str):
-        from planner.calibration.validate import parse_model_case
         from planner.workload.device_graph import device_graph
-        from planner.workload.graphs import Workload, build_inputs, resolve_workload
-        from planner.workload.zoo import resolve
+        from planner.workload.graphs import build_inputs
 
         self.device = device
         self.steps = []
         for spec in DISPATCH_CASES:
-            name, w = parse_model_case(spec)
-            model = resolve(name)
-            w = resolve_workload(model, Workload(w.mode, w.batch, w.seq_len, w.context_len, w.image_size, "bf16"))
-            kernels = views = 0
-            dg = device_graph(model, w)
-            for part, n in ((dg.first, 1), (dg.layer, dg.num_layers), (dg.last, 1)):
-                for op in part.ops:
-                    if op.category == "view":
-                        views += op.count * n
-                    else:
-                        kernels += op.count * n
+            model, w = case_workload(spec)
+            kernels, views = device_graph(model, w).launches()
             module, args, kwargs, _ = build_inputs(model, w, device=device)
             self.steps.append((spec, module, args, kwargs, kernels, views))
         self._view = torch.randn(64, device=device)

@@ -87,6 +87,17 @@ class DeviceGraph:
             parts.append((self.last, 1))
         return [(p, n) for p, n in parts if n]
 
+    def launches(self) -> tuple[int, int]:
+        """(ops that launch a kernel, views) of the whole shard per step: what the host dispatches."""
+        kernels = views = 0
+        for part, n in ((self.first, 1), (self.layer, self.num_layers), (self.last, 1)):
+            for op in part.ops:
+                if op.category == "view":
+                    views += op.count * n
+                else:
+                    kernels += op.count * n
+        return kernels, views
+
     def total(self) -> OpCost:
         """Cost of the whole tp x ep shard (all stages)."""
         layer = self.layer.total()

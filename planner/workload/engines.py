@@ -143,6 +143,17 @@ def _fact(data: dict, key: str, field: str, where: str):
     return entry[field], source
 
 
+def _optional_choice(data: dict, key: str, choices: tuple[str, ...], where: str, sources: list) -> str | None:
+    """An optional sourced fact `key`: {"value": one of `choices`, "source": ...}, or None when absent."""
+    if key not in data:
+        return None
+    value, source = _fact(data, key, "value", where)
+    if value not in choices:
+        raise ConfigError(f"{where}: {key}.value must be {', '.join(choices[:-1])} or {choices[-1]}")
+    sources.append((key.replace("_", " "), source))
+    return value
+
+
 def parse_engine(data, where: str) -> Engine:
     """Validate one engine's JSON object and return the Engine; ConfigError names `where` and the field."""
     if not isinstance(data, dict):
@@ -181,18 +192,8 @@ def parse_engine(data, where: str) -> Engine:
     others = data["profiles"].get("other_libraries", [])
     sources.append(("calibration profiles", source))
     scheduler = _scheduler(data["scheduler"], where, sources) if "scheduler" in data else None
-    mixed = None
-    if "mixed_precision" in data:
-        mixed, source = _fact(data, "mixed_precision", "value", where)
-        if mixed not in ("amp", "master", "pure"):
-            raise ConfigError(f"{where}: mixed_precision.value must be amp, master or pure")
-        sources.append(("mixed precision", source))
-    optimizer = None
-    if "optimizer" in data:
-        optimizer, source = _fact(data, "optimizer", "value", where)
-        if optimizer not in ("fused", "foreach", "loop"):
-            raise ConfigError(f"{where}: optimizer.value must be fused, foreach or loop")
-        sources.append(("optimizer", source))
+    mixed = _optional_choice(data, "mixed_precision", ("amp", "master", "pure"), where, sources)
+    optimizer = _optional_choice(data, "optimizer", ("fused", "foreach", "loop"), where, sources)
     return Engine(
         name=data["name"], title=data["title"], description=data["description"],
         modes=_strings(data.get("modes"), f"{where}: modes", MODES),
