@@ -30,6 +30,8 @@ def zoo_config(model_id: str) -> dict:
 
 def build(config: DecoderConfig | BertConfig | ResNetConfig | ViTConfig) -> nn.Module:
     """Instantiate the module for a parsed config on the current default device."""
+    if hasattr(config, "build"):  # a library-built model (models/library.py)
+        return config.build()
     if isinstance(config, DecoderConfig):
         return DecoderLM(config)
     if isinstance(config, BertConfig):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from . import library
 from .decoder import DecoderConfig
 from .encoder import BertConfig
 from .vision import ResNetConfig, ViTConfig
@@ -211,6 +212,9 @@ def parse(raw: Any, origin: str) -> tuple[str, DecoderConfig | BertConfig | ResN
     """Return (family, config) from a parsed config.json; family is "decoder", "encoder" or "vision"."""
     if not isinstance(raw, dict):
         raise ConfigFieldError(f"{origin}: a config must be a JSON object, got {type(raw).__name__}")
+    if "planner_builder" in raw:  # built by a library's own modeling code (models/library.py)
+        config = library.parse(raw, origin, ConfigFieldError)
+        return config.family, config
     model_type = raw.get("model_type")
     if not isinstance(model_type, str) or model_type not in _PARSERS:
         raise ConfigFieldError(f"{origin}: field 'model_type' is {_short(model_type)}; valid: {', '.join(MODEL_TYPES)}")

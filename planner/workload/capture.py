@@ -414,6 +414,18 @@ class Capture:
             self._recorder.module_override = previous
 
 
+    @contextlib.contextmanager
+    def repeat(self, count: int) -> Iterator[None]:
+        """Count the ops run inside the block `count` times (a denoising loop of identical steps is run
+        once and recorded `count` times: same ops, same shapes, in order)."""
+        records = self._recorder.records
+        start = len(records)
+        yield
+        once = records[start:]
+        for _ in range(count - 1):
+            records.extend(once)
+
+
 class _SavedTensors:
     """Sums the bytes autograd saves for backward, per module, each tensor once, weights excluded."""
 

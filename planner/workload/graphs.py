@@ -23,7 +23,7 @@ _DEFAULT_TOKENS = {"decoder": 2048, "encoder": 128}
 # Bounds on every size that drives work, checked before anything is built. They are far above any
 # real deployment (a 10M-token context, a 4k-image batch) and keep every tensor's element count
 # below 2**63 (tokens x vocabulary of the LM head: 2**32 x 2**22 = 2**54).
-LIMITS = {"batch": 2**20, "seq_len": 2**24, "context_len": 2**24, "image_size": 8192}
+LIMITS = {"batch": 2**20, "seq_len": 2**24, "context_len": 2**24, "image_size": 8192, "steps": 10000}
 MAX_TOKENS_PER_STEP = 2**32
 """batch x (sequence or context + 1) tokens in one step."""
 
@@ -54,6 +54,8 @@ class Workload:
     optimizer: str = "auto"
     """Training: the AdamW implementation (OPTIMIZERS); "auto" takes the engine's (eager and
     torch.compile foreach, PyTorch's default on CUDA; Megatron fused); "none" outside training."""
+    steps: int | None = None
+    """Diffusion pipelines: denoising steps of one image (the model's default when None)."""
 
 
 MIXED_PRECISION = {
@@ -100,7 +102,7 @@ def resolve_workload(model: Model, w: Workload) -> Workload:
     if w.mode not in MODES:
         raise ConfigError(f"unknown mode '{w.mode}'; valid modes: {', '.join(MODES)}")
     check_engine(get_engine(w.engine), model.family, w.mode)
-    for name in ("batch", "seq_len", "context_len", "image_size"):
+    for name in ("batch", "seq_len", "context_len", "image_size", "steps"):
         _positive(name, getattr(w, name))
     mode = w.mode
     if mode == "inference":
@@ -122,7 +124,14 @@ def resolve_workload(model: Model, w: Workload) -> Workload:
         learned = model.family == "encoder" or cfg.position == "learned"
         if learned and used > limit:
             raise ConfigError(f"{model.name} has {limit} positions; this workload needs {used}")
-    if model.family == "vision":
+    library = hasattr(cfg, "sizes")  # a library-built model (planner_models.library) sets its own sizes
+    if library:
+        try:
+            sizes = cfg.sizes(replace(w, mode=mode))
+        except ValueError as exc:
+            raise ConfigError(f"{model.name}: {exc}") from None
+        seq, image = sizes.get("seq_len"), sizes.get("image_size")
+    elif model.family == "vision":
         image = image or cfg.image_size
         if hasattr(cfg, "patch_size") and image != cfg.image_size:
             raise ConfigError(f"{model.name} was built for {cfg.image_size}-pixel images (its position table is "
@@ -149,10 +158,10 @@ def resolve_workload(model: Model, w: Workload) -> Workload:
     tokens = w.batch * max(seq or 1, (ctx or 0) + 1)
     if tokens > MAX_TOKENS_PER_STEP:
         raise ConfigError(f"batch x tokens = {tokens:,} in one step is above the limit of {MAX_TOKENS_PER_STEP:,}")
-    return replace(w, mode=mode, seq_len=seq if model.family in _DEFAULT_TOKENS else None,
+    return replace(w, mode=mode, seq_len=seq if model.family in _DEFAULT_TOKENS or library else None,
                    context_len=ctx if mode == "decode" else None,
-                   image_size=image if model.family == "vision" else None, mixed_precision=mixed,
-                   optimizer=optimizer)
+                   image_size=image if model.family == "vision" or library else None, mixed_precision=mixed,
+                   optimizer=optimizer, steps=sizes.get("steps") if library else None)
 
 
 def _adamw_states(module: torch.nn.Module, mixed: str = "master"):
@@ -242,6 +251,8 @@ def _adamw_step(cap: Capture, groups, optimizer: str = "fused") -> None:
 
 
 def _loss(model: Model, out, labels: torch.Tensor | None) -> torch.Tensor:
+    if hasattr(model.config, "loss"):  # a library-built model's own objective
+        return model.config.loss(out, labels)
     if model.family == "decoder":
         # next-token loss over every position, in fp32 as training code computes it
         return F.cross_entropy(out.float().flatten(0, 1), labels.flatten())
@@ -285,7 +296,9 @@ def build_inputs(model: Model, workload: Workload, device: str = "meta"):
 
     labels = None
     kwargs: dict = {}
-    if model.family == "custom":
+    if hasattr(model.config, "inputs"):  # a library-built model (planner_models.library)
+        args, kwargs, labels = model.config.inputs(module, w, device, dt.capture)
+    elif model.family == "custom":
         args = tuple(x.to(meta) if isinstance(x, torch.Tensor) else x for x in inputs)
     elif model.family == "vision":
         args = (floats((b, 3, w.image_size, w.image_size)),)
@@ -325,7 +338,12 @@ def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
         active = total - model.config.num_layers * (model.config.num_experts - model.config.experts_per_token) * expert
     states = _adamw_states(module, w.mixed_precision) if training else None
 
+    if getattr(model.config, "repeats", False):
+        kwargs = dict(kwargs, repeat=None)  # set to the capture's repeat below
+
     def run(cap: Capture) -> None:
+        if "repeat" in kwargs:
+            kwargs["repeat"] = cap.repeat
         if not training:
             with torch.no_grad():
                 module(*args, **kwargs)

@@ -13,8 +13,9 @@ from typing import Any
 from torch import nn
 
 import planner_models
-from planner.errors import ConfigError, UnknownNameError
+from planner.errors import ConfigError, UnknownNameError, UnsupportedError
 from planner.files import parse_json, read_text
+from planner_models.library import LibraryMissingError
 
 MAX_NAME_CHARS = 1000
 """Longest model name or path accepted."""
@@ -29,7 +30,8 @@ class Model:
     name: str
     """Zoo id, config path or import path as given."""
     family: str
-    """"decoder" (generative LM), "encoder" (BERT-like), "vision" or "custom"."""
+    """"decoder" (generative LM), "encoder" (BERT-like), "vision", "custom", or a family of a library-built
+    model (planner_models.library.FAMILIES: detection, diffusion, recommender, speech, multimodal)."""
     config: Any
     """Parsed architecture dataclass (None for custom models)."""
     source: str
@@ -41,7 +43,10 @@ class Model:
         """Instantiate the module on the current default device (use torch.device("meta"))."""
         if self.factory is not None:
             return self.factory()[0]
-        return planner_models.build(self.config)
+        try:
+            return planner_models.build(self.config)
+        except LibraryMissingError as exc:
+            raise UnsupportedError(f"{self.name}: {exc}") from None
 
 
 def _from_config(raw: Any, name: str, origin: str, source: str) -> Model:
