@@ -35,7 +35,7 @@ BUILDERS = {"torchvision": "planner_models.tv", "timm": "planner_models.timm_mod
             "dlrm": "planner_models.dlrm"}
 """Builder name -> module implementing parse()."""
 
-FAMILIES = ("vision", "detection", "diffusion", "recommender", "speech", "multimodal")
+FAMILIES = ("vision", "detection", "diffusion", "recommender", "speech", "multimodal", "text")
 """Families a library-built model may have (besides the decoder, encoder and vision families of the
 package's own builders)."""
 

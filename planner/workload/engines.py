@@ -23,7 +23,8 @@ RULES = ("bn_fold", "conv_epilogue", "gemm_epilogue", "pointwise", "norm_fusion"
 """The fusion rules the lowering pass implements (planner/workload/lowering.py)."""
 PHASES = ("forward", "backward")
 MODES = ("inference", "training")
-FAMILIES = ("decoder", "encoder", "vision", "custom", "detection", "diffusion", "recommender", "speech", "multimodal")
+FAMILIES = ("decoder", "encoder", "vision", "custom", "detection", "diffusion", "recommender", "speech", "multimodal",
+            "text")
 KINDS = ("gpu", "cpu", "tpu", "accelerator")
 GRAPH_MODES = ("none", "decode", "all")
 MAX_HOST_LAUNCH_S = 1e-3
