@@ -575,3 +575,6 @@ def pointwise_packets(graph: OpGraph) -> frozenset[str]:
                 found.add(packet)
                 break
     return frozenset(found)
+
+
+from planner.workload import counting_library  # noqa: E402,F401  (registers its formulas into _REGISTRY)
