@@ -6,5 +6,5 @@ bytes read and written as the op's kernel moves them.
 
 from __future__ import annotations
 
-from planner.workload.capture import OpRecord
+from planner.workload.capture import OpRecord  # noqa: F401
 from planner.workload.counting import OpCost, formula  # noqa: F401  (used by the formulas below)
