@@ -1,6 +1,6 @@
 """Parse a Hugging Face style config.json into the architecture dataclasses of this package.
 
-Supported model_type values: llama, mistral, mixtral, gpt2, gptj, bert, vit, resnet. Errors name
+Supported model_type values: MODEL_TYPES (a "llama4" config is read through its text_config). Errors name
 the file, the field and what would be valid; they are ValueError subclasses so the package has
 no dependency on planner.
 """
@@ -8,6 +8,7 @@ no dependency on planner.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from . import library
@@ -15,7 +16,8 @@ from .decoder import DecoderConfig
 from .encoder import BertConfig
 from .vision import ResNetConfig, ViTConfig
 
-MODEL_TYPES = ("llama", "mistral", "mixtral", "gpt2", "gptj", "bert", "vit", "resnet")
+MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "phi3", "gpt_oss", "llama4_text",
+               "deepseek_v3", "gpt2", "gptj", "bert", "vit", "resnet")
 
 # Largest value accepted per field, checked before anything is built: above every published model
 # (405B: 126 layers, hidden 16384; DeepSeek-V3: 256 experts; Gemma: 256k vocabulary; Llama 4: 10M
@@ -132,6 +134,122 @@ def _llama_like(f: _Fields) -> DecoderConfig:
         parallel_block=False, fused_qkv=False, num_experts=experts, experts_per_token=top_k, sliding_window=window)
 
 
+def _layer_types(f: _Fields, layers: int, default: tuple[str, ...]) -> tuple[str, ...]:
+    """Per-layer attention kind from 'layer_types' ("sliding_attention" / "full_attention"), else `default`."""
+    raw = f.raw.get("layer_types")
+    if raw is None:
+        return default
+    valid = ("sliding_attention", "full_attention", "chunked_attention")
+    if not isinstance(raw, list) or len(raw) != layers or any(t not in valid for t in raw):
+        raise f._fail("layer_types", f"must list one of {', '.join(valid)} per layer ({layers})")
+    return tuple("sliding" if t != "full_attention" else "" for t in raw)
+
+
+def _joined(*columns: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple("+".join(t for t in tags if t) for tags in zip(*columns))
+
+
+def _modern(f: _Fields) -> DecoderConfig:
+    """Qwen2/2.5, Qwen3, Qwen3-MoE, Gemma 2, Phi-3, gpt-oss, Llama 4 (text): Llama's layout with switches."""
+    t = f.model_type
+    base = _llama_like(f)
+    layers = base.num_layers
+    changes: dict[str, Any] = {}
+    experts = 0
+    if t in ("qwen3_moe", "gpt_oss", "llama4_text"):
+        experts = f.int("num_experts" if t == "qwen3_moe" else "num_local_experts")
+        top_k = f.int("num_experts_per_tok")
+        if top_k > experts:
+            raise f._fail("num_experts_per_tok", f"({top_k}) must not exceed the {experts} experts")
+        if layers * experts > MAX_EXPERT_LAYERS:
+            raise f._fail("num_hidden_layers", f"x experts = {layers * experts:,} expert blocks, above the limit of "
+                          f"{MAX_EXPERT_LAYERS:,}")
+        changes.update(num_experts=experts, experts_per_token=top_k)
+    moe = [bool(experts)] * layers
+    window = None
+    sliding = ("",) * layers
+    if t == "qwen2":  # q, k, v projections carry a bias; o_proj does not
+        changes.update(qkv_bias=True, out_bias=False)
+        if f.bool("use_sliding_window", False):
+            window = f.int("sliding_window")
+            first_full = f.int("max_window_layers", layers, minimum=0)
+            sliding = tuple("sliding" if i >= first_full else "" for i in range(layers))
+    elif t in ("qwen3", "qwen3_moe"):
+        changes.update(qk_norm="rms")
+        if t == "qwen3_moe":
+            step = f.int("decoder_sparse_step", 1)
+            dense = f.raw.get("mlp_only_layers") or []
+            if not isinstance(dense, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in dense):
+                raise f._fail("mlp_only_layers", "must be a list of layer indices")
+            moe = [i not in dense and (i + 1) % step == 0 for i in range(layers)]
+            changes.update(moe_intermediate_size=f.int("moe_intermediate_size"))
+    elif t == "gemma2":
+        window = f.int("sliding_window", 4096)
+        sliding = _layer_types(f, layers, tuple("sliding" if i % 2 == 0 else "" for i in range(layers)))
+        scalar = f.int("query_pre_attn_scalar", base.head_dim)
+        if scalar != base.head_dim:
+            raise f._fail("query_pre_attn_scalar", f"({scalar}) other than head_dim ({base.head_dim}) is not modelled")
+        changes.update(mlp="gated_gelu", sandwich_norm=True, embed_scale=True,
+                       final_softcap=f.float("final_logit_softcapping", 30.0) if f.raw.get("final_logit_softcapping")
+                       is not None else 0.0, tie_embeddings=f.bool("tie_word_embeddings", True))
+    elif t == "phi3":  # one fused q|k|v projection (and gate|up, which counts the same parameters)
+        changes.update(fused_qkv=True)
+        if f.raw.get("sliding_window") is not None:
+            window = f.int("sliding_window")
+            sliding = ("sliding",) * layers
+    elif t == "gpt_oss":
+        window = f.int("sliding_window", 128)
+        sliding = _layer_types(f, layers, tuple("sliding" if i % 2 == 0 else "" for i in range(layers)))
+        changes.update(qkv_bias=True, out_bias=True, router_bias=True, expert_bias=True, attn_sinks=True,
+                       swiglu_limit=f.float("swiglu_limit", 7.0), moe_intermediate_size=base.intermediate_size)
+    elif t == "llama4_text":
+        step = f.int("interleave_moe_layer_step", 1)
+        moe = [(i + 1) % step == 0 for i in range(layers)]
+        interval = f.int("no_rope_layer_interval", 4)
+        nope = tuple("nope" if (i + 1) % interval == 0 else "" for i in range(layers))
+        chunk = f.int("attention_chunk_size", None)
+        if chunk is not None:  # rotary layers attend within chunks of this size: a window for the KV cache
+            window = chunk
+            sliding = tuple("sliding" if not n else "" for n in nope)
+        sliding = _joined(sliding, nope)
+        width = f.int("intermediate_size")
+        changes.update(intermediate_size=f.int("intermediate_size_mlp", width), moe_intermediate_size=width,
+                       shared_intermediate_size=width, router="sigmoid",
+                       qk_norm="l2" if f.bool("use_qk_norm", True) else "none")
+    kinds = _joined(tuple("moe" if m else "" for m in moe), sliding)
+    changes.update(sliding_window=window, kinds=kinds if len(set(kinds)) > 1 or any(kinds) else ())
+    return replace(base, **changes)
+
+
+def _deepseek(f: _Fields) -> DecoderConfig:
+    """DeepSeek-V3 (and V2's layout): multi-head latent attention, a dense prefix, then MoE layers with
+    shared experts; the multi-token-prediction module (num_nextn_predict_layers) is not part of the
+    inference model (Hugging Face's DeepseekV3ForCausalLM does not build it either)."""
+    d, heads, layers = f.int("hidden_size"), f.int("num_attention_heads"), f.int("num_hidden_layers")
+    experts, top_k = f.int("n_routed_experts"), f.int("num_experts_per_tok")
+    if top_k > experts:
+        raise f._fail("num_experts_per_tok", f"({top_k}) must not exceed n_routed_experts ({experts})")
+    if layers * experts > MAX_EXPERT_LAYERS:
+        raise f._fail("n_routed_experts", f"x num_hidden_layers = {layers * experts:,} expert blocks, above the "
+                      f"limit of {MAX_EXPERT_LAYERS:,}")
+    q_rank = f.int("q_lora_rank", 0, minimum=0) or 0
+    c, n, r, v = (f.int("kv_lora_rank"), f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim"), f.int("v_head_dim"))
+    dense, freq = f.int("first_k_dense_replace", 0, minimum=0), f.int("moe_layer_freq", 1)
+    width = f.int("moe_intermediate_size")
+    kinds = tuple("moe" if i >= dense and i % freq == 0 else "" for i in range(layers))
+    return DecoderConfig(
+        vocab_size=f.int("vocab_size"), hidden_size=d, num_layers=layers, num_heads=heads, num_kv_heads=heads,
+        head_dim=n + r, intermediate_size=f.int("intermediate_size"), mlp="gated_silu", norm="rms",
+        norm_eps=f.float("rms_norm_eps", 1e-6), position="rope", rotary_dim=r,
+        rope_theta=f.float("rope_theta", 10000.0), max_position_embeddings=f.int("max_position_embeddings", 4096),
+        qkv_bias=f.bool("attention_bias", False), out_bias=f.bool("attention_bias", False), mlp_bias=False,
+        lm_head_bias=False, tie_embeddings=f.bool("tie_word_embeddings", False), parallel_block=False,
+        fused_qkv=False, num_experts=experts, experts_per_token=top_k, moe_intermediate_size=width,
+        shared_intermediate_size=width * f.int("n_shared_experts", 0, minimum=0),
+        router="sigmoid" if f.raw.get("scoring_func", "sigmoid") == "sigmoid" else "softmax",
+        kinds=kinds, mla=(q_rank, c, n, r, v))
+
+
 def _gpt2(f: _Fields) -> DecoderConfig:
     d, heads = f.int("n_embd"), f.int("n_head")
     f.divides("n_head", heads, "n_embd", d)
@@ -195,13 +313,20 @@ def _resnet(f: _Fields) -> ResNetConfig:
 
 
 _PARSERS = {"llama": ("decoder", _llama_like), "mistral": ("decoder", _llama_like),
+            "qwen2": ("decoder", _modern), "qwen3": ("decoder", _modern), "qwen3_moe": ("decoder", _modern),
+            "gemma2": ("decoder", _modern), "phi3": ("decoder", _modern), "gpt_oss": ("decoder", _modern),
+            "llama4_text": ("decoder", _modern), "deepseek_v3": ("decoder", _deepseek),
             "mixtral": ("decoder", _llama_like), "gpt2": ("decoder", _gpt2), "gptj": ("decoder", _gptj),
             "bert": ("encoder", _bert), "vit": ("vision", _vit), "resnet": ("vision", _resnet)}
 
 
 _LLAMA = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 _GPT = ("vocab_size", "n_embd", "n_layer", "n_head")
-_REQUIRED = {"llama": _LLAMA, "mistral": _LLAMA, "mixtral": _LLAMA + ("num_local_experts",), "gpt2": _GPT,
+_REQUIRED = {"llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAMA,
+             "qwen3_moe": _LLAMA + ("num_experts", "moe_intermediate_size"), "gemma2": _LLAMA, "phi3": _LLAMA,
+             "gpt_oss": _LLAMA + ("num_local_experts",), "llama4_text": _LLAMA + ("num_local_experts",),
+             "deepseek_v3": _LLAMA + ("n_routed_experts", "moe_intermediate_size", "kv_lora_rank",
+                                      "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"), "mixtral": _LLAMA + ("num_local_experts",), "gpt2": _GPT,
              "gptj": _GPT, "bert": ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                                     "intermediate_size"),
              "vit": ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"),
@@ -215,6 +340,8 @@ def parse(raw: Any, origin: str) -> tuple[str, DecoderConfig | BertConfig | ResN
     if "planner_builder" in raw:  # built by a library's own modeling code (models/library.py)
         config = library.parse(raw, origin, ConfigFieldError)
         return config.family, config
+    if raw.get("model_type") == "llama4" and isinstance(raw.get("text_config"), dict):
+        raw = dict(raw["text_config"], model_type="llama4_text")  # the language model of Llama 4
     model_type = raw.get("model_type")
     if not isinstance(model_type, str) or model_type not in _PARSERS:
         raise ConfigFieldError(f"{origin}: field 'model_type' is {_short(model_type)}; valid: {', '.join(MODEL_TYPES)}")

@@ -4,7 +4,7 @@ Serving (per device of the worst pipeline stage):
     weights     = stage parameters x bytes per element of the workload dtype (under a quantization
                   recipe: quantized Linear weights at the weight width plus their scales, the other
                   parameters at the compute width; planner/workload/quant.py)
-    KV cache    = batch x (input + output tokens) x 2·layers_on_stage·kv_heads_on_device·head_dim·bytes
+    KV cache    = batch x (input + output tokens) x layers_on_stage·kv_cache_width·bytes (2·kv_heads·head_dim)
                   (the KV-cache width with its scales under a recipe)
     activations = 3 x the largest op output of the prefill (gate, up and their product of a gated MLP
                   are live at once), the transient peak of a forward pass
@@ -68,11 +68,15 @@ class MemoryBreakdown:
 
 
 def kv_bytes_per_token(dg: DeviceGraph, stage: int = 0) -> float:
-    """KV-cache bytes one token takes on one device of `stage`: 2·layers·kv_heads·head_dim·bytes."""
+    """KV-cache bytes one token takes on one device of `stage`: layers·(2·kv_heads·head_dim)·bytes, or
+    layers·(kv_lora_rank + qk_rope_head_dim)·bytes under multi-head latent attention (the latent is not
+    split by tensor parallelism: each device holds it whole). Sliding-window layers are counted as full
+    ones (an upper bound: they hold at most sliding_window tokens per sequence)."""
     cfg = dg.config
     if dg.model.family != "decoder":
         return 0.0
-    return 2 * dg.layers_on_stage(stage) * cfg.num_kv_heads * cfg.head_dim * precision(dg.dtype).kv_bits(cfg.head_dim) / 8
+    group = cfg.mla[1] if cfg.mla is not None else cfg.head_dim
+    return dg.layers_on_stage(stage) * cfg.kv_cache_width * precision(dg.dtype).kv_bits(group) / 8
 
 
 def stage_params(dg: DeviceGraph, stage: int) -> int:

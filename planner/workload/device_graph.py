@@ -142,16 +142,40 @@ def _captured(model: Model, workload: Workload, tp: int, ep: int):
     elif model.config is not None:
         config = model.config
     fold = _foldable(model)
+    weights: tuple[float, ...] = (1,)
     if fold:
         num_layers = config.num_layers
-        captured = build_graph(replace(model, config=replace(config, num_layers=1)), workload)
+        kinds, weights = _layer_kinds(config)
+        one = replace(config, num_layers=len(kinds), kinds=kinds) if kinds else replace(config, num_layers=1)
+        captured = build_graph(replace(model, config=one), workload)
     elif config is not None:
         captured = build_graph(replace(model, config=config), workload)
     else:
         captured = build_graph(model, workload)
     records = captured.graph.records
     roles = _roles(records) if fold else ["first"] * len(records)
-    return config, num_layers, captured, roles, fold
+    return config, num_layers, captured, roles, fold, weights
+
+
+def _layer_kinds(config) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """The distinct layer kinds of a decoder whose layers differ (DeepSeek-V3's dense prefix, Gemma 2's
+    alternating sliding-window layers, Llama 4's NoPE layers) and the share of the layers each kind has:
+    the folded layer is their weighted mean, so L x (folded layer) is the sum over all L layers exactly.
+    ((), (1,)) when every layer is alike."""
+    kinds = getattr(config, "kinds", ())
+    if not kinds or len(set(kinds[:config.num_layers])) == 1:
+        return (kinds[0],) if kinds else (), (1,)
+    counts: dict[str, int] = {}
+    for i in range(config.num_layers):
+        tag = kinds[min(i, len(kinds) - 1)]
+        counts[tag] = counts.get(tag, 0) + 1
+    return tuple(counts), tuple(n / config.num_layers for n in counts.values())
+
+
+def _layer_index(module: str) -> int:
+    """Index of the block a module path lies in ("layers.3.attn" -> 3), 0 outside the layers."""
+    parts = module.split(".")
+    return int(parts[1]) if len(parts) > 1 and parts[0] == "layers" and parts[1].isdigit() else 0
 
 
 def kernels(graph, roles: list[str], engine: str) -> list[Kernel]:
@@ -164,11 +188,12 @@ def kernels(graph, roles: list[str], engine: str) -> list[Kernel]:
 @lru_cache(maxsize=512)
 def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceGraph:
     par = Parallelism(tp=tp, ep=ep)
-    config, num_layers, captured, roles, fold = _captured(model, replace(workload, engine="eager"), tp, ep)
+    config, num_layers, captured, roles, fold, weights = _captured(model, replace(workload, engine="eager"), tp, ep)
     records = captured.graph.records
     counters: dict[str, Counter] = {r: Counter() for r in ROLES}
     for k in kernels(captured.graph, roles, workload.engine):
-        counters[k.role][(replace(k.record, module=k.role), k.category, k.cost, k.absorbed)] += 1
+        share = weights[_layer_index(k.record.module)] if k.role == "layer" and len(weights) > 1 else 1
+        counters[k.role][(replace(k.record, module=k.role), k.category, k.cost, k.absorbed)] += share
 
     def part(role: str) -> Part:
         ops = [CostedOp(rec, category, cost, n, absorbed) for (rec, category, cost, absorbed), n in counters[role].items()]
@@ -183,6 +208,8 @@ def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceG
         role = "layer" if top == "layers" else ("first" if top in first_tops or not fold else "last")
         saved[role] += nbytes
     layer_params = captured.params - _params_outside_layers(captured) if fold else 0
+    if fold and len(weights) > 1:  # the mean layer of a model whose layers differ
+        layer_params = sum(n * share for n, share in zip(captured.layer_params, weights))
     first_params = _params_of(captured, first_tops) if fold else captured.params
     params = {"layer": layer_params, "first": first_params, "last": captured.params - layer_params - first_params}
     parts = {r: replace(parts[r], params=params[r], saved_bytes=saved[r]) for r in ROLES}

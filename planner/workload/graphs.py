@@ -82,6 +82,8 @@ class WorkloadGraph:
     """Parameters one token uses (MoE: only the experts it is routed to)."""
     param_by_top: dict[str, int]
     """Parameters per top-level child module ("" for the root's own), tied weights once."""
+    layer_params: tuple[int, ...] = ()
+    """Parameters of each block of `layers` (decoders), in order."""
 
 
 def _positive(name: str, value: int | None) -> None:
@@ -332,10 +334,7 @@ def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
         args = tuple(a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
     params = list(module.parameters())
     total = sum(p.numel() for p in params)
-    active = total
-    if model.family == "decoder" and model.config.num_experts:
-        expert = sum(p.numel() for p in module.layers[0].mlp.experts[0].parameters())
-        active = total - model.config.num_layers * (model.config.num_experts - model.config.experts_per_token) * expert
+    active = total - module.inactive_params() if model.family == "decoder" else total
     states = _adamw_states(module, w.mixed_precision) if training else None
 
     if getattr(model.config, "repeats", False):
@@ -372,4 +371,7 @@ def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
             if id(p) not in seen:
                 seen.add(id(p))
                 by_top[top] = by_top.get(top, 0) + p.numel()
-    return WorkloadGraph(model=model, workload=w, graph=graph, params=total, active_params=active, param_by_top=by_top)
+    layers = getattr(module, "layers", None) if model.family == "decoder" else None
+    per_layer = tuple(sum(p.numel() for p in layer.parameters()) for layer in layers) if layers is not None else ()
+    return WorkloadGraph(model=model, workload=w, graph=graph, params=total, active_params=active, param_by_top=by_top,
+                         layer_params=per_layer)
