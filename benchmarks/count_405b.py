@@ -25,7 +25,7 @@ COMMAND = ["-m", "planner.cli", "count", "llama-3.1-405b", "--mode", "prefill", 
            "--json"]
 
 
-def run_once() -> tuple[float, float, dict]:
+def run_once(command: list[str] = COMMAND) -> tuple[float, float, dict]:
     """Return (wall seconds, peak RSS bytes, the command's JSON) of one child run."""
     start = time.perf_counter()
     # a fresh child per run: ru_maxrss of RUSAGE_CHILDREN is the largest child so far, so the
@@ -35,7 +35,7 @@ def run_once() -> tuple[float, float, dict]:
                "sys.stderr.write(r.stderr); "
                "print(json.dumps({'rc': r.returncode, 'out': r.stdout, "
                "'maxrss_kib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))")
-    proc = subprocess.run([sys.executable, "-c", wrapper, *COMMAND], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run([sys.executable, "-c", wrapper, *command], capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"benchmark failed: {proc.stderr}")

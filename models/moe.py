@@ -44,6 +44,11 @@ class MoE(nn.Module):
         self.experts = nn.ModuleList(MLP(cfg, width, cfg.expert_bias) for _ in range(cfg.local_experts or cfg.num_experts))
         if cfg.shared_intermediate_size:
             self.shared_expert = MLP(cfg, cfg.shared_intermediate_size, False)
+        self.capture_repeat = None
+        """Set by a capture on meta tensors (planner/workload/graphs.py): a context manager factory that
+        counts the ops run inside it n times. Experts given the same number of rows run the same ops on
+        same-shaped weights, so one of them runs and is counted for all (DeepSeek-V3's 14,848 expert
+        calls of a prefill are captured as 58 x 2); None runs every expert."""
 
     def forward(self, x):
         b, s, d = x.shape
@@ -56,12 +61,24 @@ class MoE(nn.Module):
         token = torch.div(order, self.k, rounding_mode="floor")  # [T*k] token of each row
         row_weight = weights.reshape(-1)[order].unsqueeze(-1)  # [T*k, 1]
         out = self.shared_expert(flat) if hasattr(self, "shared_expert") else torch.zeros_like(flat)
+        counts = balanced_counts(int(b) * int(s) * self.k, len(self.experts))
+        if self.capture_repeat is not None and x.device.type == "meta":
+            start = 0
+            for n in sorted(set(counts) - {0}, reverse=True):  # balanced: the larger counts come first
+                same = counts.count(n)
+                with self.capture_repeat(same):
+                    self._run(self.experts[counts.index(n)], flat, token, row_weight, out, start, n)
+                start += n * same
+            return out.view(b, s, d)
         start = 0
-        for expert, n in zip(self.experts, balanced_counts(int(b) * int(s) * self.k, len(self.experts))):
-            if n == 0:
-                continue
-            rows = token[start:start + n]
-            y = expert(flat.index_select(0, rows)) * row_weight[start:start + n]
-            out.index_add_(0, rows, y)
-            start += n
+        for expert, n in zip(self.experts, counts):
+            if n:
+                self._run(expert, flat, token, row_weight, out, start, n)
+                start += n
         return out.view(b, s, d)
+
+    @staticmethod
+    def _run(expert, flat, token, row_weight, out, start: int, n: int) -> None:
+        rows = token[start:start + n]
+        y = expert(flat.index_select(0, rows)) * row_weight[start:start + n]
+        out.index_add_(0, rows, y)

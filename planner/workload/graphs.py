@@ -343,6 +343,9 @@ def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
     def run(cap: Capture) -> None:
         if "repeat" in kwargs:
             kwargs["repeat"] = cap.repeat
+        for sub in module.modules():  # MoE layers count same-shaped experts once each (planner_models.moe)
+            if hasattr(sub, "capture_repeat"):
+                sub.capture_repeat = cap.repeat
         if not training:
             with torch.no_grad():
                 module(*args, **kwargs)
