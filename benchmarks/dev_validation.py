@@ -18,7 +18,7 @@ Run (about 25-35 s on 2 cores, start-up included):
 What is expressed. A row is predicted when its model is a zoo id, its device maps to a catalog device,
 its precision to a planner precision, its parallel layout to tp/pp/dp/ZeRO, and its metric can be computed
 from a prediction. Each row runs on its engine (see "engine" below). The line is drawn at *what* runs:
-features that change the work and planner cannot express (MXFP4 experts beside BF16 layers, context
+features that change the work and planner cannot express (context
 parallelism, grouped GEMMs, a request length distribution, an unstated batch or GPU count) make a row not
 expressed; features that change how efficiently the same work runs (async TP, an unstated power limit)
 do not, and are listed in the row's notes. A stated power limit ("at 500W power limit") is passed as
@@ -133,6 +133,16 @@ MODELS = (  # (pattern on the model column, zoo id, note)
     (r"^Mistral-7B-v0\.1", "mistral-7b", None),
     (r"^Mixtral-8x7B", "mixtral-8x7b", None),
     (r"^GPT-3 175B", "gpt-3-175b", "vocabulary 131072 in the row, 50257 in the zoo config"),
+    (r"^gpt-oss-20b", "gpt-oss-20b", None),
+    (r"^Llama-4-Scout", "llama-4-scout", "the text model (107.8B; the row's 109B counts the vision encoder)"),
+    (r"^EfficientNet-B0$", "efficientnet-b0", "NVIDIA DLE EfficientNet-B0 as timm efficientnet_b0 (same network)"),
+    (r"^EfficientNet-B4$", "efficientnet-b4", "NVIDIA DLE EfficientNet-B4 as timm efficientnet_b4 (same network)"),
+    (r"^efficientnet_b0$", "efficientnet-b0", None),
+    (r"^convnext_base$", "convnext-base", None),
+    (r"^swin_base_patch4_window7_224$", "swin-base", None),
+    (r"^vit_large_patch16_224$", "vit-l-16", None),
+    (r"^Stable Diffusion XL base 1\.0$", "sdxl-base-1.0", "the whole pipeline: 2 text encoders, 50 UNet steps at "
+     "batch 2 x images (classifier-free guidance), the VAE decoder"),
 )
 
 HARDWARE = (  # (pattern on the hardware column, catalog id or None, GPU label, note: what differs / why not)
@@ -171,7 +181,8 @@ PRECISIONS = (  # (pattern on the precision column, planner precision (planner/w
     (r"INT4", "weights=int4", "INT4 weight-only as weights=int4 (group 128 scales; the row's group may differ)"),
     (r"INT8", "weights=int8", "INT8 weight-only as weights=int8 (per-channel scales)"),
     (r"FP8 KV", "kv=fp8", "BF16 weights with an FP8 KV cache as kv=fp8 (attention at bf16)"),
-    (r"MXFP4|native weights", None, "MXFP4 experts with BF16 elsewhere: planner quantizes every Linear alike"),
+    (r"MXFP4|native weights", "mxfp4-moe", "gpt-oss's native checkpoint: MXFP4 experts, BF16 attention and "
+     "embeddings (recipe mxfp4-moe)"),
     (r"NVFP4", "nvfp4", None),
     (r"MXFP8", "mxfp8", None),
     (r"FP8(?! not claimed)", "weights=fp8,activations=fp8",

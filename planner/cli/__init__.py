@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from planner.cli.advise import add_advise
 from planner.cli.calibrate import add_calibrate, add_op, add_validate
 from planner.cli.count import add_count
+from planner.cli.models import add_models
 from planner.cli.plan import add_plan
 from planner.cli.predict import add_compare, add_predict
 from planner.cli.serve import add_serve
@@ -36,6 +37,7 @@ def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="planner", description="Performance model and capacity planner for AI workloads.")
     sub = p.add_subparsers(dest="command", required=True)
     add_count(sub)
+    add_models(sub)
     add_predict(sub)
     add_compare(sub)
     add_calibrate(sub)

@@ -31,6 +31,8 @@ def add_count(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seq-len", type=positive_int, help="prompt or sequence length (default 2048 for LMs, 128 for encoders)")
     p.add_argument("--context-len", type=positive_int, help="decode: tokens already in the KV cache (default 2048)")
     p.add_argument("--image-size", type=positive_int, help="vision: image side in pixels (default: the model's)")
+    p.add_argument("--steps", type=positive_int,
+                   help="diffusion pipelines: denoising steps of one image (default: the model's, e.g. 50)")
     p.add_argument("--dtype", choices=list(DTYPES), default="bf16", help="default bf16")
     precision_flags(p)
     p.add_argument("--engine", metavar="NAME", default="eager",
@@ -55,7 +57,7 @@ def _totals(wg: WorkloadGraph, counts: Counts) -> dict:
         "bytes_read": counts.total.bytes_read, "bytes_written": counts.total.bytes_written,
         "arithmetic_intensity_flop_per_byte": counts.total.intensity, "ops": len(counts.ops),
         "unsupported": [{"op": op, "calls": n} for op, n in counts.unsupported],
-    }
+    } | ({"steps": w.steps} if w.steps is not None else {})
 
 
 def _describe(wg: WorkloadGraph) -> str:
@@ -63,6 +65,8 @@ def _describe(wg: WorkloadGraph) -> str:
     sizes = {"prefill": f"{w.seq_len} prompt tokens", "decode": f"one token on a {w.context_len}-token KV cache",
              "training": f"sequence {w.seq_len}" if w.seq_len else f"{w.image_size}px images"}
     size = sizes.get(w.mode) or (f"sequence {w.seq_len}" if w.seq_len else f"{w.image_size}px images" if w.image_size else "")
+    if w.steps is not None:  # a diffusion pipeline: one image per batch row, text to pixels
+        size = f"{w.image_size}px images, {w.steps} denoising steps"
     return f"{w.mode}, batch {w.batch}, {size}, {describe(w.dtype)}".replace(", ,", ",")
 
 
@@ -118,7 +122,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
     wg = build_graph(model, Workload(mode=args.mode, batch=args.batch, seq_len=args.seq_len,
                                      context_len=args.context_len, image_size=args.image_size, dtype=precision_of(args),
-                                     engine=args.engine))
+                                     engine=args.engine, steps=args.steps))
     engine = wg.workload.engine
     counts = count(wg.graph)
     lowered = kernel_table(wg, engine)

@@ -211,7 +211,8 @@ def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceG
     if fold and len(weights) > 1:  # the mean layer of a model whose layers differ
         layer_params = sum(n * share for n, share in zip(captured.layer_params, weights))
     first_params = _params_of(captured, first_tops) if fold else captured.params
-    params = {"layer": layer_params, "first": first_params, "last": captured.params - layer_params - first_params}
+    in_layers = sum(captured.layer_params) if fold and len(weights) > 1 else layer_params
+    params = {"layer": layer_params, "first": first_params, "last": captured.params - in_layers - first_params}
     parts = {r: replace(parts[r], params=params[r], saved_bytes=saved[r]) for r in ROLES}
     return DeviceGraph(model, replace(captured.workload, engine=workload.engine), par, config, parts["first"],
                        parts["layer"], parts["last"], num_layers, captured.graph.dtype)

@@ -121,6 +121,9 @@ class Precision:
     """The named recipe it starts from, if any."""
     plain: bool = False
     """A plain dtype: every float at `compute`, no scales (results as before recipes existed)."""
+    modules: tuple[str, ...] = ()
+    """fnmatch patterns of module names: when set, only the Linear weights of matching modules are
+    quantized (gpt-oss's native checkpoint: MXFP4 experts, 16-bit attention)."""
 
     @property
     def bits(self) -> int:
@@ -250,9 +253,12 @@ def _load(path: str, version: tuple[int, int]) -> Recipes:
                                     ("compute", "gemm", "attention"))
         if ELEMENT_BITS[compute] < 16:
             raise ConfigError(f"{where}: {at}.compute must be a 16- or 32-bit dtype, got '{compute}'")
+        only = entry.get("quantized_modules", [])
+        if not isinstance(only, list) or not all(isinstance(m, str) and 0 < len(m) <= 200 for m in only) or len(only) > 64:
+            raise ConfigError(f"{where}: {at}.quantized_modules must be a list of module-name patterns")
         recipes[name] = Precision(_token(name), parts["weights"][0], parts["activations"][0], parts["kv_cache"][0],
                                   compute, gemm, attention, parts["weights"][1], parts["activations"][1],
-                                  parts["kv_cache"][1], recipe=name)
+                                  parts["kv_cache"][1], recipe=name, modules=tuple(only))
     if not recipes:
         raise ConfigError(f"{where}: no recipes")
     return Recipes(recipes, defaults, tuple(patterns), path)
@@ -475,7 +481,8 @@ def quantized_weights(module: torch.nn.Module, p: Precision) -> tuple[torch.nn.P
     found, seen = [], set()
     for name, sub in module.named_modules():
         if (isinstance(sub, torch.nn.Linear) and id(sub.weight) not in seen
-                and not any(fnmatch.fnmatchcase(name, pat) for pat in patterns)):
+                and not any(fnmatch.fnmatchcase(name, pat) for pat in patterns)
+                and (not p.modules or any(fnmatch.fnmatchcase(name, pat) for pat in p.modules))):
             seen.add(id(sub.weight))
             found.append(sub.weight)
     return tuple(found)
@@ -488,8 +495,9 @@ def parameter_bits(model, config, folded: bool, name: str) -> tuple[float, float
     it) under precision `name`: quantized Linear weights at the weight width with their scales, every
     other float parameter at the compute width. Cached: it builds the module on the meta device."""
     p = precision(name)
-    if folded:
-        model = replace(model, config=replace(config, num_layers=1))
+    if folded:  # one layer of each kind where the layers differ (DeepSeek-V3's dense prefix and MoE layers)
+        kinds = tuple(dict.fromkeys(getattr(config, "kinds", ())))
+        model = replace(model, config=replace(config, num_layers=max(1, len(kinds)), **({"kinds": kinds} if kinds else {})))
     elif config is not None:
         model = replace(model, config=config)
     with torch.device("meta"):

@@ -187,3 +187,20 @@ def test_malformed_new_configs_name_the_field(field, value, expect):
     raw = dict(planner_models.zoo_config("gpt-oss-20b"), **{field: value})
     with pytest.raises(planner_models.ConfigFieldError, match=expect):
         planner_models.parse(raw, "gpt-oss.json")
+
+
+def test_folded_parameters_of_unlike_layers_add_up():
+    # the mean layer x 61 + embedding + head = the model: DeepSeek-V3's 3 dense and 58 MoE layers
+    dg = device_graph(resolve("deepseek-v3"), Workload("prefill", 1, 16))
+    total = dg.first.params + dg.layer.params * dg.num_layers + dg.last.params
+    assert total == pytest.approx(EXACT["deepseek-v3"], rel=1e-12)
+    assert dg.last.params == 129_280 * 7168 + 7168  # lm_head and the final norm
+
+
+def test_gpt_oss_native_mxfp4_experts_weigh_4_25_bits():
+    # experts: 24 layers x 32 x 3 x 2880 x 2880 = 19,110,297,600 weights at 4 + 8/32 bits; everything else
+    # (20,914,757,184 - 19,110,297,600 = 1,804,459,584 parameters) at 16 bits
+    from planner.predict.memory import weight_bytes
+    dg = device_graph(resolve("gpt-oss-20b"), Workload("prefill", 1, 16, dtype="mxfp4-moe"))
+    expected = 19_110_297_600 * 4.25 / 8 + 1_804_459_584 * 2
+    assert weight_bytes(dg, 0) == pytest.approx(expected, rel=1e-3)
