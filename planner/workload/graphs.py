@@ -243,7 +243,8 @@ def _adamw_step(cap: Capture, groups, optimizer: str = "fused") -> None:
         if not live:
             continue
         with cap.module(owner):
-            weights = [(master if master is not None else [p.data for p in params])[i] for i in live]
+            data = master if master is not None else [p.data for p in params]
+            weights = [data[i] for i in live]
             grads = [params[i].grad if master is None else params[i].grad.float() for i in live]
             _adamw_update(weights, grads, [m[i] for i in live], [v[i] for i in live], [steps[i] for i in live],
                           optimizer)
