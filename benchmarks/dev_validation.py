@@ -472,7 +472,7 @@ def plan_model(row: dict) -> Plan:
             fields["image_size"] = integer(row, "image_size", "image size")
         else:
             fields["seq_len"] = integer(row, "input_len", "sequence length")
-        if metric not in ("images_per_s", "sequences_per_s"):
+        if metric not in ("images_per_s", "sequences_per_s", "ms_per_pipeline_call"):
             raise NotExpressed(f"metric not produced: {metric} for a forward pass")
     else:
         output_len = integer(row, "output_len", "output length")
@@ -620,7 +620,8 @@ def predict_model(plan: Plan, metric: str, ctx, cache: dict) -> tuple[float, dic
                  "images_per_s": lambda: m["samples_per_s"], "images_per_s_total": lambda: m["samples_per_s"],
                  "sequences_per_s_total": lambda: m["samples_per_s"]}[metric]()
     elif "input_len" not in fields:
-        value = m["throughput_samples_per_s"]
+        # a forward pass: samples per s; a diffusion pipeline call (ms_per_pipeline_call): its latency
+        value = m["latency_s"] * 1e3 if metric == "ms_per_pipeline_call" else m["throughput_samples_per_s"]
     else:
         batch, tokens_in, tokens_out = m["batch"], m["input_len"], m["output_len"]
         replicas = p.parallelism.dp

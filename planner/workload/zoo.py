@@ -47,6 +47,8 @@ class Model:
             return planner_models.build(self.config)
         except LibraryMissingError as exc:
             raise UnsupportedError(f"{self.name}: {exc}") from None
+        except ValueError as exc:  # a library refused a component config: bad input, named
+            raise ConfigError(f"{self.name}: {exc}") from None
 
 
 def _from_config(raw: Any, name: str, origin: str, source: str) -> Model:
