@@ -343,6 +343,10 @@ def parse(raw: Any, origin: str) -> tuple[str, DecoderConfig | BertConfig | ResN
     if raw.get("model_type") == "llama4" and isinstance(raw.get("text_config"), dict):
         raw = dict(raw["text_config"], model_type="llama4_text")  # the language model of Llama 4
     model_type = raw.get("model_type")
+    if isinstance(model_type, str) and model_type not in _PARSERS and _transformers_knows(model_type):
+        # any other architecture transformers knows: its own modeling code (models/transformers_hf.py)
+        config = library.parse({**raw, "planner_builder": "transformers"}, origin, ConfigFieldError)
+        return config.family, config
     if not isinstance(model_type, str) or model_type not in _PARSERS:
         raise ConfigFieldError(f"{origin}: field 'model_type' is {_short(model_type)}; valid: {', '.join(MODEL_TYPES)}")
     missing = [key for key in _REQUIRED[model_type] if key not in raw]
@@ -352,6 +356,17 @@ def parse(raw: Any, origin: str) -> tuple[str, DecoderConfig | BertConfig | ResN
                                f"(model_type {model_type} needs {', '.join(_REQUIRED[model_type])})")
     family, parser = _PARSERS[model_type]
     return family, parser(_Fields(raw, origin))
+
+
+def _transformers_knows(model_type: str) -> bool:
+    """True when the installed transformers has a config class for `model_type` (False without transformers)."""
+    if len(model_type) > 100 or not model_type.replace("-", "_").isidentifier():
+        return False
+    try:
+        from transformers import CONFIG_MAPPING
+    except ImportError:
+        return False
+    return model_type in CONFIG_MAPPING
 
 
 def _short(value: Any) -> str:
