@@ -117,7 +117,7 @@ def test_compose_from_flags():
 def test_bad_precisions_are_one_line_errors_listing_what_is_valid():
     with pytest.raises(ConfigError, match="not both"):
         compose("fp16", "w4a16")
-    with pytest.raises(UnknownNameError, match="Valid quantization recipes: fp8, int8, mxfp8, nvfp4, w4a16"):
+    with pytest.raises(UnknownNameError, match="Valid quantization recipes: fp8, int8, mxfp4-moe, mxfp8, nvfp4, w4a16"):
         compose("bf16", "w4a17")
     with pytest.raises(UnknownNameError, match="Valid kv-cache dtypes: bf16, fp16, fp32, fp4, fp8, int8"):
         compose("bf16", kv_cache="int4")
