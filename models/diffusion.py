@@ -158,11 +158,9 @@ class DiffusionConfig:
     def build(self) -> nn.Module:
         """The bare diffusers denoiser, or the pipeline module, on the current default device; ValueError
         when diffusers or transformers refuse a component config."""
-        try:  # transformers and diffusers import torchvision where it is installed
-            from .tv_ops import import_torchvision
-            import_torchvision()
-        except ImportError:
-            pass
+        from .tv_ops import prepare
+
+        prepare()  # transformers and diffusers import torchvision where it is installed
         diffusers = require("diffusers", "the diffusers builder")
         _quiet_empty_fp32_warning()
         try:

@@ -68,12 +68,9 @@ class TimmConfig:
     def build(self) -> nn.Module:
         """timm's model on the current default device (random initialization, no download)."""
         from planner_models.library import require
-        from planner_models.tv_ops import import_torchvision
+        from planner_models.tv_ops import prepare
 
-        try:
-            import_torchvision()  # before timm, which imports torchvision
-        except ImportError:
-            pass  # timm reports what is missing
+        prepare()  # before timm, which imports torchvision
         timm = require("timm", f"timm model {self.model}")
         return timm.create_model(self.model, pretrained=False, num_classes=self.num_classes)
 

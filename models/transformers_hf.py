@@ -181,10 +181,7 @@ class TransformersConfig:
 def _transformers():
     from . import tv_ops
 
-    try:  # transformers imports torchvision when present; its compiled operators may not load
-        tv_ops.import_torchvision()
-    except ImportError:
-        pass
+    tv_ops.prepare()  # transformers imports torchvision when present; its compiled operators may not load
     transformers = library.require("transformers", "a transformers-built model")
     if ATTENTION not in transformers.AttentionInterface._global_mapping:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward

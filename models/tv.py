@@ -53,9 +53,8 @@ them). DeepLabV3 trains with torchvision's reference objective: per-pixel cross 
 
 torchvision::roi_align runs as an autograd Function calling torchvision's operator and its
 _roi_align_backward (what torchvision's C++ autograd kernel does), so that it runs where torchvision's
-compiled library does not load; torchvision registers the operators' meta kernels only when that
-library loads, so build() registers the same functions (torchvision/_meta_registrations.py) otherwise.
-Its cost formulas are in planner/workload/counting_library.py.
+compiled library does not load (planner_models.tv_ops then defines its schema and registers
+torchvision's own meta kernels). Its cost formulas are in planner/workload/counting_library.py.
 """
 
 from __future__ import annotations
@@ -80,7 +79,6 @@ MODELS = {
 FIELDS = ("planner_builder", "planner_source", "planner_date", "model", "num_classes", "image_size")
 MIN_IMAGE, MAX_IMAGE, MAX_CLASSES = 32, 8192, 100_000
 
-_META_LIBRARY = None  # Meta kernels registered for torchvision's operators where its library did not load
 
 
 def check_fields(raw: dict[str, Any], fields: tuple[str, ...]) -> None:
@@ -133,21 +131,7 @@ def _torchvision():
         from planner_models.library import EXTRA
         raise LibraryMissingError(f"torchvision models need the Python package 'torchvision' ({exc}); "
                                   f"{EXTRA}") from None
-    _meta_kernels()
     return tv
-
-
-def _meta_kernels() -> None:
-    """Register torchvision's own meta kernels of roi_align (torchvision/_meta_registrations.py) where its
-    compiled library did not load (they are registered only when it does)."""
-    global _META_LIBRARY
-    from torchvision import _meta_registrations as meta
-
-    if _META_LIBRARY is not None or torch._C._dispatch_has_kernel_for_dispatch_key("torchvision::roi_align", "Meta"):
-        return
-    _META_LIBRARY = torch.library.Library("torchvision", "IMPL", "Meta")
-    _META_LIBRARY.impl("roi_align", meta.meta_roi_align)
-    _META_LIBRARY.impl("_roi_align_backward", meta.meta_roi_align_backward)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,9 @@ roi_align, ...) when it is imported; where its compiled library does not load (t
 built for a CUDA torch beside a CPU torch of the same version: libtorch_cuda.so is missing), that
 registration fails with "operator torchvision::nms does not exist" and `import torchvision` (and timm,
 which imports it) raises. Counting runs on meta tensors only, so the operators' schemas are all it
-needs: they are defined here, as torchvision's csrc/ops/*.cpp declare them, when the library is absent.
-The meta kernels are then torchvision's own (torchvision/_meta_registrations.py).
+needs: they are defined here, as torchvision's csrc/ops/*.cpp declare them, when the library is absent,
+and torchvision's own meta kernels (torchvision/_meta_registrations.py, which registers them only when
+its library loads) are registered for them.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ SCHEMAS = (
 """torchvision's operator schemas (torchvision 0.2x, csrc/ops/*.cpp TORCH_LIBRARY_FRAGMENT)."""
 
 _library = None  # the torch.library.Library holding the schemas; kept alive for the process
+_meta_library = None  # the one holding the meta kernels registered for them
 
 
 def _compiled_ops_load(package_dir: Path) -> bool:
@@ -84,4 +86,32 @@ def import_torchvision():
                 _library.define(schema)
     import torchvision
 
+    if _library is not None:
+        _register_meta_kernels()
     return torchvision
+
+
+def _register_meta_kernels() -> None:
+    """Register torchvision's meta functions (meta_<op>, e.g. meta_roi_align_backward for
+    _roi_align_backward) for the schemas defined here. nms has none: its output size depends on data."""
+    global _meta_library
+    if _meta_library is not None:
+        return
+    import torch
+    from torchvision import _meta_registrations as meta
+
+    _meta_library = torch.library.Library("torchvision", "IMPL", "Meta")
+    for schema in SCHEMAS:
+        name = schema.split("(")[0]
+        fn = getattr(meta, "meta_" + name.lstrip("_"), None)
+        if fn is not None:
+            _meta_library.impl(name, fn)
+
+
+def prepare() -> None:
+    """Import torchvision first where it is installed (timm, transformers and diffusers import it, and its
+    import fails without the schemas above); nothing when it is not."""
+    try:
+        import_torchvision()
+    except ImportError:
+        pass

@@ -9,9 +9,10 @@ import torch
 
 import planner_models
 from planner.units import si
+from planner.workload.engines import FAMILIES as ENGINE_FAMILIES
 from planner.workload.zoo import Model, resolve
 
-FAMILIES = ("decoder", "encoder", "vision", "detection", "diffusion", "recommender", "speech", "multimodal", "text")
+FAMILIES = tuple(f for f in ENGINE_FAMILIES if f != "custom")  # every family a zoo model can have
 
 
 def add_models(sub: argparse._SubParsersAction) -> None:

@@ -105,7 +105,7 @@ def test_every_layer_kind_is_fully_supported(model_id, mode):
     # without rotary positions): every op of every kind has a cost formula
     model = resolve(model_id)
     kinds = model.config.kinds
-    distinct = tuple(dict.fromkeys(kinds)) or ()
+    distinct = tuple(dict.fromkeys(kinds))
     config = replace(model.config, num_layers=max(1, len(distinct)), kinds=distinct)
     w = Workload("prefill", 1, 16) if mode == "prefill" else Workload("decode", 2, context_len=64)
     counts = count(build_graph(replace(model, config=config), w).graph)
