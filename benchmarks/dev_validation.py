@@ -147,6 +147,9 @@ MODELS = (  # (pattern on the model column, zoo id, note)
 
 HARDWARE = (  # (pattern on the hardware column, catalog id or None, GPU label, note: what differs / why not)
     (r"MI250X, one GCD", None, "MI250X (1 GCD)", "one GCD of an MI250X; catalog mi250x is the whole 2-GCD OAM"),
+    (r"^RTX 3090 24GB", "rtx-3090", "RTX 3090", None),
+    (r"^RTX 4090 24GB", "rtx-4090", "RTX 4090", None),
+    (r"^RTX 5090 32GB", "rtx-5090", "RTX 5090", None),
     (r"^RTX|Radeon|MI210|^L20\b", None, None, "not in the catalog"),
     (r"A100 PCIe 40GB", None, "A100 PCIe 40GB",
      "not in the catalog (a100-pcie-80gb has other bandwidth and TDP)"),
