@@ -4,6 +4,7 @@ modules that build them, on the meta device for counting or on a real device for
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 from torch import nn
@@ -20,7 +21,13 @@ __all__ = ["CONFIG_DIR", "ConfigFieldError", "build", "parse", "zoo_ids", "zoo_c
 
 def zoo_ids() -> list[str]:
     """Ids of the built-in models, e.g. "llama-2-7b"."""
-    return sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
+    return list(_zoo_ids())
+
+
+@lru_cache(maxsize=1)
+def _zoo_ids() -> tuple[str, ...]:
+    # the configs ship with the package and do not change while it runs: listed once per process
+    return tuple(sorted(p.stem for p in CONFIG_DIR.glob("*.json")))
 
 
 def zoo_config(model_id: str) -> dict:

@@ -118,8 +118,10 @@ class Profile:
                       source=f"calibration profile {self.path} (measured ceilings)", date=self.date[:10])
 
 
+@lru_cache(maxsize=256)
 def _shown_path(path: str) -> str:
-    """A shipped profile's path from the project root (hardware_specs/calibration/...), else as given."""
+    """A shipped profile's path from the project root (hardware_specs/calibration/...), else as given.
+    Cached: every prediction names its profile, and resolving a path is a dozen system calls."""
     try:
         return str(Path(path).resolve().relative_to(PROFILE_ROOT.parents[1]))
     except ValueError:

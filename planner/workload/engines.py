@@ -118,6 +118,9 @@ class Engine:
         return self.cuda_graphs == "all" and mode != "training" or self.cuda_graphs == "decode" and mode == "decode"
 
 
+_DEFAULT_ROOT = str(ROOT / "engines")
+
+
 def engines_root() -> Path:
     """The engines folder: $PLANNER_HARDWARE_SPECS/engines when that is set, else the repository's."""
     root = os.environ.get("PLANNER_HARDWARE_SPECS")
@@ -260,7 +263,8 @@ def _load(root: str) -> dict[str, Engine]:
 
 def engines() -> dict[str, Engine]:
     """Every engine, by name."""
-    return _load(str(engines_root()))
+    root = os.environ.get("PLANNER_HARDWARE_SPECS")
+    return _load(str(Path(root) / "engines") if root else _DEFAULT_ROOT)
 
 
 def get_engine(name: str) -> Engine:

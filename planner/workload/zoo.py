@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,13 @@ def from_config(raw: object, name: str) -> Model:
     return _from_config(raw, name, name, name)
 
 
+@lru_cache(maxsize=None)
+def _zoo_model(key: str) -> Model:
+    """A built-in model, parsed once per process (its config ships with the package)."""
+    raw = planner_models.zoo_config(key)
+    return _from_config(raw, key, f"models/configs/{key}.json", raw.get("planner_source", ""))
+
+
 def resolve(name: str, allow_code: bool = False) -> Model:
     """Return the Model for a zoo id (case-insensitive) or a config.json path; with `allow_code=True`
     also for `package.module:function`, which imports and runs that code.
@@ -113,8 +121,7 @@ def resolve(name: str, allow_code: bool = False) -> Model:
     ids = planner_models.zoo_ids()
     key = name.strip().lower()
     if key in ids:
-        raw = planner_models.zoo_config(key)
-        return _from_config(raw, key, f"models/configs/{key}.json", raw.get("planner_source", ""))
+        return _zoo_model(key)
     path = Path(name)
     try:
         is_file, exists = path.is_file(), path.exists()

@@ -1,0 +1,98 @@
+"""`planner sweep GRID.yaml`: predict every point of a grid into Parquet, here or on a cluster."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from planner.cli.args import fmt_time
+from planner.errors import ConfigError
+
+CLUSTERS = "dask-local, ray-local, dask://HOST:PORT, tcp://HOST:PORT (Dask), ray://HOST:PORT"
+
+
+def add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="predict every point of a grid of configurations into Parquet",
+                       description="Expand GRID.yaml (axes of --configs keys, constraints, filters), predict every "
+                                   "point and write one Parquet row per point; print the Pareto front of cost vs "
+                                   "latency vs throughput and the best point per device. Run again with the same "
+                                   "grid and --out to resume an interrupted sweep.")
+    p.add_argument("grid", help="the grid file (YAML); see examples/sweep.yaml")
+    p.add_argument("--out", default="sweep.parquet", help="Parquet file to write (default sweep.parquet)")
+    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1: in this process)")
+    p.add_argument("--cluster", default=None, help=f"run on a cluster instead: {CLUSTERS}")
+    p.add_argument("--top", type=int, default=10, help="Pareto rows to print (default 10)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_sweep)
+
+
+def backend_of(workers: int, cluster: str | None) -> tuple[str, str | None]:
+    """(backend, cluster address or None for a local cluster) of --workers and --cluster."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 1024:
+        raise ConfigError(f"--workers must be a whole number in 1..1024, got {workers!r}")
+    if cluster is None:
+        return ("local" if workers == 1 else "processes"), None
+    if cluster == "dask-local":
+        return "dask", None
+    if cluster == "ray-local":
+        return "ray", None
+    if cluster.startswith("dask://"):
+        return "dask", "tcp://" + cluster.removeprefix("dask://")
+    if cluster.startswith("tcp://"):
+        return "dask", cluster
+    if cluster.startswith("ray://"):
+        return "ray", cluster
+    raise ConfigError(f"--cluster '{cluster}' is not one of: {CLUSTERS}")
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from planner.sweep.grid import load_grid
+    from planner.sweep.run import run_sweep
+    from planner.sweep.summary import best_per_device, measures, pareto_front
+
+    backend, address = backend_of(args.workers, args.cluster)
+    if not 0 <= args.top <= 10_000:
+        raise ConfigError(f"--top must be in 0..10,000, got {args.top}")
+    grid = load_grid(args.grid)
+    bar = None
+
+    def total(points: int, done: int) -> None:
+        nonlocal bar
+        from tqdm import tqdm
+        bar = tqdm(total=points, initial=done, unit="pt", file=sys.stderr, dynamic_ncols=True,
+                   disable=True if args.no_progress else None)  # None: off when stderr is not a terminal
+
+    try:
+        result = run_sweep(grid, args.out, backend, args.workers, address,
+                           progress=lambda n: bar.update(n) if bar is not None else None, total=total)
+    finally:
+        if bar is not None:
+            bar.close()
+    import pandas as pd
+    frame = measures(pd.read_parquet(result.out))
+    print(f"sweep          {result.points:,} points ({grid.size:,} before constraints), {result.rows:,} rows written "
+          f"to {result.out}, {result.errors:,} errors")
+    rate = (result.points / result.wall_s) if result.wall_s > 0 else float("inf")
+    resumed = f", {result.resumed_chunks} chunks resumed from disk" if result.resumed_chunks else ""
+    print(f"run            backend {result.backend}, {fmt_time(result.wall_s)} ({rate:,.0f} points/s){resumed}")
+    front = pareto_front(frame)
+    for unit, group in front.groupby("unit", sort=True):
+        shown = f", the {args.top} cheapest shown" if len(group) > args.top else ""
+        print(f"\nPareto front of cost, latency and throughput, per {unit}: {len(group)} points{shown}")
+        _table(group.head(args.top), unit)
+    best = best_per_device(frame)
+    for unit, group in best.groupby("unit", sort=True):
+        print(f"\nbest point per device, per {unit} (least cost)")
+        _table(group, unit)
+    return 0
+
+
+def _table(rows, unit: str) -> None:
+    print(f"{'id':>8} {'model':<18} {'device':<14} {'gpus':>4} {'tp':>3} {'batch':>6} {'$/1M ' + unit[:6]:>14} "
+          f"{'latency':>10} {'throughput/s':>13}  engine, pricing")
+    for _, r in rows.iterrows():
+        batch = r.get("batch")
+        batch = "-" if batch is None or batch != batch else f"{int(batch)}"
+        print(f"{int(r['id']):>8} {str(r['model'])[:18]:<18} {str(r['device'])[:14]:<14} {int(r['gpus']):>4} "
+              f"{int(r['tp']):>3} {batch:>6} {r['usd_per_unit'] * 1e6:>14.4f} {fmt_time(r['latency_s_']):>10} "
+              f"{r['throughput_per_s']:>13,.1f}  {r.get('engine', '')}, {r.get('in.pricing') or 'on_demand'}")

@@ -1,0 +1,295 @@
+"""Run a sweep: predict every point of a grid in chunks, on one of four backends, into Parquet.
+
+The unit of work is `predict_chunk`, a plain function of (points, keep) that every backend runs
+unchanged: in this process, in local worker processes (`--workers N`), on a Dask cluster or on Ray.
+Each worker keeps planner's caches (captured graphs by model, workload shape and parallel layout;
+op timings by graph part and device), so a graph is captured once per worker.
+
+Resumable and never half written: each finished chunk is written at once, atomically, as
+`<out>.parts/chunk-NNNNNNNN.parquet` beside a manifest naming the grid (its sha256). A sweep run again
+with the same grid and --out skips the chunks on disk; when all are there they are joined into `<out>`
+(a temporary file renamed over it) and the parts folder is removed. Rows are those of `planner predict
+--configs` on the same points: `id`, the prediction's keys as columns (nested mappings flattened as
+`memory.weights_bytes`, lists as JSON text), `error` for a point that cannot be predicted, and the point's
+own values as `in.<key>`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.errors import ConfigError, PlannerError
+from planner.sweep.grid import Grid
+
+BACKENDS = ("local", "processes", "dask", "ray")
+_MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    """What a sweep did."""
+
+    out: Path
+    points: int
+    """Points the grid holds (after its constraints)."""
+    rows: int
+    """Rows written (after `keep`)."""
+    errors: int
+    """Points that could not be predicted (their row holds `error`)."""
+    resumed_chunks: int
+    """Chunks found on disk from an interrupted run and not predicted again."""
+    wall_s: float
+    backend: str
+
+
+def flatten(out: dict, prefix: str = "") -> dict:
+    """A prediction's JSON as one flat row: nested mappings as `a.b`, lists as JSON text."""
+    row = {}
+    for key, value in out.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            row.update(flatten(value, f"{name}."))
+        elif isinstance(value, (list, tuple)):
+            row[name] = json.dumps(value, default=str)
+        else:
+            row[name] = value
+    return row
+
+
+def predict_point(ident: int, point: dict) -> dict:
+    """One point as `planner predict --configs` predicts it (its JSON line), flattened, with `in.<key>`."""
+    from planner.predict.api import predict, request_from_row
+    from planner.units import json_safe
+
+    try:
+        out = json_safe({"id": ident, **predict(request_from_row(point)).as_dict()})
+    except PlannerError as exc:
+        out = {"id": ident, "error": " ".join(str(exc).split())}
+    row = flatten(out)
+    row.update({f"in.{k}": v for k, v in point.items()})
+    return row
+
+
+def predict_chunk(points: list[tuple[int, dict]], keep: tuple[tuple[str, object], ...] = ()) -> list[dict]:
+    """Rows of `points` ((id, point) pairs) that pass `keep`; the function every backend runs."""
+    _one_thread()
+    rows = []
+    for ident, point in points:
+        row = predict_point(ident, point)
+        if all(row.get(column) == value for column, value in keep):
+            rows.append(row)
+    return rows
+
+
+def _one_thread() -> None:
+    # a worker process counts graphs on meta tensors: more torch threads would only contend
+    import torch
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+def run_sweep(grid: Grid, out: str | Path, backend: str = "local", workers: int = 1, address: str | None = None,
+              progress: Callable[[int], None] | None = None, total: Callable[[int, int], None] | None = None
+              ) -> SweepResult:
+    """Predict every point of `grid` into the Parquet file `out` on `backend` ("local", "processes",
+    "dask" or "ray"; `address` a cluster's, None to start a local one of `workers` workers). `total(points,
+    done)` is called once the grid is counted, `progress(n)` as each chunk of n points lands."""
+    start = time.perf_counter()
+    out = Path(out)
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend '{backend}'; valid: {', '.join(BACKENDS)}")
+    if out.is_dir():
+        raise ConfigError(f"--out '{out}' is a directory; give a file path such as sweep.parquet")
+    if not out.parent.is_dir():
+        raise ConfigError(f"--out '{out}': folder '{out.parent}' does not exist")
+    parts = _parts_dir(out, grid)
+    done = {int(p.stem.split("-")[1]) for p in parts.glob("chunk-*.parquet")}
+    points = sum(1 for _ in grid.points())
+    if total is not None:
+        total(points, min(points, sum(_chunk_len(k, points, grid.chunk) for k in done)))
+    todo = ((k, chunk) for k, chunk in grid.chunks() if k not in done)
+    for number, rows in _map(backend, todo, grid.keep, workers, address):
+        _write_part(parts, number, rows)
+        if progress is not None:
+            progress(_chunk_len(number, points, grid.chunk))
+    written, errors = _join(parts, out)
+    shutil.rmtree(parts, ignore_errors=True)
+    return SweepResult(out, points, written, errors, len(done), time.perf_counter() - start, backend)
+
+
+def _chunk_len(number: int, points: int, chunk: int) -> int:
+    return max(0, min(chunk, points - number * chunk))
+
+
+def _parts_dir(out: Path, grid: Grid) -> Path:
+    """The parts folder of `out`, created with its manifest, or an interrupted run's of the same grid."""
+    parts = out.with_name(out.name + ".parts")
+    manifest = parts / _MANIFEST
+    if parts.is_dir() and manifest.is_file():
+        try:
+            seen = json.loads(manifest.read_text())
+        except (OSError, ValueError):
+            seen = {}
+        if seen.get("grid_sha256") != grid.digest:
+            raise ConfigError(f"'{parts}' holds an interrupted sweep of another grid; remove that folder or give "
+                              "another --out")
+        return parts
+    parts.mkdir(exist_ok=True)
+    from planner.files import write_text_atomic
+    write_text_atomic(manifest, json.dumps({"grid_sha256": grid.digest, "chunk": grid.chunk}))
+    return parts
+
+
+def _write_part(parts: Path, number: int, rows: list[dict]) -> None:
+    """Write one chunk's rows atomically (a temporary file in the same folder, renamed)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows) if rows else pd.DataFrame({"id": pd.Series([], dtype="int64")})
+    fd, tmp = tempfile.mkstemp(prefix=".chunk-", suffix=".tmp", dir=parts)
+    os.close(fd)
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, parts / f"chunk-{number:08d}.parquet")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _join(parts: Path, out: Path) -> tuple[int, int]:
+    """Join the chunk files in order into `out` (atomically) under one schema; (rows, error rows)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = sorted(parts.glob("chunk-*.parquet"))
+    schemas = [pq.read_schema(f) for f in files]
+    schema = pa.unify_schemas(schemas, promote_options="permissive") if schemas else pa.schema([("id", pa.int64())])
+    names = ["id"] + sorted(n for n in schema.names if n != "id" and not n.startswith("in.")) + sorted(
+        n for n in schema.names if n.startswith("in."))
+    schema = pa.schema([schema.field(n) for n in names])
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    rows = errors = 0
+    try:
+        with pq.ParquetWriter(tmp, schema) as writer:
+            for f in files:
+                table = pq.read_table(f)
+                columns = [table.column(n).cast(schema.field(n).type) if n in table.column_names
+                           else pa.nulls(table.num_rows, schema.field(n).type) for n in names]
+                writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+                rows += table.num_rows
+                if "error" in table.column_names:
+                    errors += table.num_rows - table.column("error").null_count
+        os.replace(tmp, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return rows, errors
+
+
+def _map(backend: str, chunks: Iterator[tuple[int, list]], keep, workers: int, address: str | None
+         ) -> Iterator[tuple[int, list[dict]]]:
+    """(chunk number, rows) as chunks finish, in any order; at most 2 x workers chunks in flight."""
+    if backend == "local":
+        for number, chunk in chunks:
+            yield number, predict_chunk(chunk, keep)
+    elif backend == "processes":
+        yield from _processes(chunks, keep, workers)
+    elif backend == "dask":
+        yield from _dask(chunks, keep, workers, address)
+    else:
+        yield from _ray(chunks, keep, workers, address)
+
+
+def _bounded(submit, wait_one, chunks, limit: int):
+    """Submit chunks keeping at most `limit` in flight; yield (number, rows) as each completes."""
+    pending = {}
+    for number, chunk in chunks:
+        pending[submit(chunk)] = number
+        while len(pending) >= limit:
+            handle, rows = wait_one(pending)
+            yield pending.pop(handle), rows
+    while pending:
+        handle, rows = wait_one(pending)
+        yield pending.pop(handle), rows
+
+
+def _processes(chunks, keep, workers: int):
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    def wait_one(pending):
+        finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+        future = next(iter(finished))
+        return future, future.result()
+
+    # spawn: a forked child would inherit torch's thread pools mid-state
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield from _bounded(lambda c: pool.submit(predict_chunk, c, keep), wait_one, chunks, 2 * workers)
+
+
+def _dask(chunks, keep, workers: int, address: str | None):
+    try:
+        from dask.distributed import Client, LocalCluster, wait
+    except ImportError:
+        raise ConfigError("the Dask backend needs the dask extra: pip install 'planner[dask]'") from None
+    cluster = None
+    try:
+        if address is None:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+            client = Client(cluster)
+        else:
+            client = Client(address, timeout="30s")
+    except OSError as exc:
+        raise ConfigError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    try:
+        limit = 2 * max(1, len(client.scheduler_info().get("workers", {})) or workers)
+
+        def wait_one(pending):
+            finished = wait(list(pending), return_when="FIRST_COMPLETED").done
+            future = next(iter(finished))
+            return future, future.result()
+
+        yield from _bounded(lambda c: client.submit(predict_chunk, c, keep, pure=False), wait_one, chunks, limit)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _ray(chunks, keep, workers: int, address: str | None):
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("the Ray backend needs the ray extra: pip install 'planner[ray]'") from None
+    started = False
+    if not ray.is_initialized():
+        try:
+            if address is None:
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            else:
+                ray.init(address=address, log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ConfigError(f"cannot start or reach Ray ({address or 'local'}): {' '.join(str(exc).split())}") from None
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1)(predict_chunk)
+        limit = 2 * max(1, int(ray.cluster_resources().get("CPU", workers)))
+
+        def wait_one(pending):
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            return ready[0], ray.get(ready[0])
+
+        yield from _bounded(lambda c: remote.remote(c, keep), wait_one, chunks, limit)
+    finally:
+        if started:
+            ray.shutdown()
