@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "planner"
-ORDER = ("workload", "hardware", "predict", "calibration", "serve", "plan", "trace")
+ORDER = ("workload", "hardware", "predict", "calibration", "serve", "plan", "trace", "sweep")
 SHARED = ("errors", "units", "files")
 INTERFACES = ("cli", "plot")
 MAX_TOP_LEVEL_FILES = 8

@@ -90,7 +90,13 @@ class Profile:
 
     @property
     def source(self) -> str:
-        """One line: where the measurements come from."""
+        """One line: where the measurements come from (worked out once per profile)."""
+        entry = _SOURCES.get(id(self))
+        if entry is None or entry[0] is not self:
+            entry = _SOURCES[id(self)] = (self, self._source())  # the profile is kept alive: its id stays its own
+        return entry[1]
+
+    def _source(self) -> str:
         src = self.raw.get("source")
         if isinstance(src, dict):
             tables = src.get("tables") or []
@@ -116,6 +122,9 @@ class Profile:
                       tdp_w=None, idle_w=None, scaleup_bytes_per_s=None, devices_per_node=1,
                       scaleout_bytes_per_s=None, pcie_bytes_per_s=None, release_year=None, confidence="measured",
                       source=f"calibration profile {self.path} (measured ceilings)", date=self.date[:10])
+
+
+_SOURCES: dict[int, tuple] = {}
 
 
 @lru_cache(maxsize=256)

@@ -276,21 +276,24 @@ def _check_numbers(req: Request) -> None:
             raise ConfigError(f"--train-tokens must be in (0, {MAX_TRAIN_TOKENS:.0e}], got {req.train_tokens}")
 
 
+_ROW_KEYS = frozenset(Request.__dataclass_fields__) | frozenset(PRECISION_KEYS) | {"id"}
+_INT_KEYS = frozenset({"gpus", "tp", "pp", "dp", "ep", "zero", "input_len", "output_len", "seq_len", "image_size",
+                       "global_batch", "micro_batch", "microbatches"})
+_FLOAT_KEYS = frozenset({"utilization", "overlap", "train_tokens", "scaleout_gbps", "power_limit_w"})
+
+
 def request_from_row(row: dict) -> Request:
     """A Request from a --configs row (keys are flag names with underscores; 'id' is ignored; quant,
     weights, activations and kv_cache compose the precision into `dtype`, as the flags do)."""
-    fields = set(Request.__dataclass_fields__)
-    unknown = sorted(set(row) - fields - {"id"} - set(PRECISION_KEYS))
+    unknown = sorted(set(row) - _ROW_KEYS)
     if unknown:
         raise ConfigError(f"unknown key(s) {', '.join(unknown)}; valid keys: id, "
-                          f"{', '.join(sorted(fields | set(PRECISION_KEYS)))}")
+                          f"{', '.join(sorted(_ROW_KEYS - {'id'}))}")
     missing = [k for k in ("model", "device") if not row.get(k)]
     if missing:
         raise ConfigError(f"missing key(s) {', '.join(missing)}")
     values = {}
-    ints = {"gpus", "tp", "pp", "dp", "ep", "zero", "input_len", "output_len", "seq_len", "image_size",
-            "global_batch", "micro_batch", "microbatches"}
-    floats = {"utilization", "overlap", "train_tokens", "scaleout_gbps", "power_limit_w"}
+    ints, floats = _INT_KEYS, _FLOAT_KEYS
     parts = {}
     for key, value in row.items():
         if key == "id" or value is None or value == "":

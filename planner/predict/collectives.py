@@ -166,6 +166,9 @@ def _read(dc: DeviceCurves, candidates: list[Curve], op: str, message_bytes: flo
 
 # ------------------------------------------------------------------ loading
 
+_DEFAULT_ROOT = str(ROOT / "collectives")
+
+
 def collectives_root() -> Path:
     """The collectives folder: $PLANNER_HARDWARE_SPECS/collectives when that is set, else the repository's."""
     root = os.environ.get("PLANNER_HARDWARE_SPECS")
@@ -174,7 +177,8 @@ def collectives_root() -> Path:
 
 def device_curves(device_id: str) -> DeviceCurves | None:
     """The measured curves of `device_id`, or None when none were published for it."""
-    return load_curves(str(collectives_root())).get(device_id)
+    root = os.environ.get("PLANNER_HARDWARE_SPECS")
+    return load_curves(str(Path(root) / "collectives") if root else _DEFAULT_ROOT).get(device_id)
 
 
 @lru_cache(maxsize=4)
@@ -310,7 +314,8 @@ def percentile(values: list[float], q: float) -> float:
 def band_fraction(device_id: str) -> float | None:
     """The p90 held-out |error| of `device_id`'s curves: the uncertainty band of a time read straight off
     one of them; None for a device without curves."""
-    return _band(str(collectives_root()), device_id)
+    root = os.environ.get("PLANNER_HARDWARE_SPECS")
+    return _band(str(Path(root) / "collectives") if root else _DEFAULT_ROOT, device_id)
 
 
 @lru_cache(maxsize=64)

@@ -22,6 +22,7 @@ t(N nodes) = t_measured(2 nodes) + hierarchical(N) - hierarchical(2).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 from planner.errors import ConfigError
@@ -94,7 +95,24 @@ def collective_time_s(kind: str, message_bytes: float, n: int, device: Device, d
 
 def collective_estimate(kind: str, message_bytes: float, n: int, device: Device, defaults: Defaults,
                         per_node: int | None = None, engine: str | None = None) -> CollectiveTime:
-    """collective_time_s with its tier, basis and band (module docstring: curves first, then formulas)."""
+    """collective_time_s with its tier, basis and band (module docstring: curves first, then formulas).
+    Memoized: a sweep asks the same collective of the same device thousands of times. The device and
+    defaults are keyed by identity and kept alive by the entry; the curves folder by its path."""
+    key = (kind, message_bytes, n, id(device), id(defaults), per_node, engine, os.environ.get("PLANNER_HARDWARE_SPECS"))
+    entry = _ESTIMATES.get(key)
+    if entry is None or entry[0] is not device or entry[1] is not defaults:
+        if len(_ESTIMATES) >= 8192:
+            _ESTIMATES.clear()
+        entry = _ESTIMATES[key] = (device, defaults, _estimate(kind, message_bytes, n, device, defaults, per_node,
+                                                               engine))
+    return entry[2]
+
+
+_ESTIMATES: dict[tuple, tuple] = {}
+
+
+def _estimate(kind: str, message_bytes: float, n: int, device: Device, defaults: Defaults,
+              per_node: int | None, engine: str | None) -> CollectiveTime:
     if kind not in COLLECTIVES:
         raise ConfigError(f"unknown collective '{kind}'; valid: {', '.join(COLLECTIVES)}")
     if n <= 1 or message_bytes <= 0:

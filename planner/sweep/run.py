@@ -50,27 +50,29 @@ class SweepResult:
     backend: str
 
 
+_ENCODER = json.JSONEncoder(default=str)  # one encoder: json.dumps(..., default=str) builds one per call
+
+
 def flatten(out: dict, prefix: str = "") -> dict:
     """A prediction's JSON as one flat row: nested mappings as `a.b`, lists as JSON text."""
     row = {}
     for key, value in out.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            row.update(flatten(value, f"{name}."))
-        elif isinstance(value, (list, tuple)):
-            row[name] = json.dumps(value, default=str)
+        kind = type(value)
+        if kind is dict:
+            row.update(flatten(value, f"{prefix}{key}."))
+        elif kind is list or kind is tuple:
+            row[f"{prefix}{key}"] = _ENCODER.encode(value)
         else:
-            row[name] = value
+            row[f"{prefix}{key}"] = value
     return row
 
 
 def predict_point(ident: int, point: dict) -> dict:
     """One point as `planner predict --configs` predicts it (its JSON line), flattened, with `in.<key>`."""
     from planner.predict.api import predict, request_from_row
-    from planner.units import json_safe
 
     try:
-        out = json_safe({"id": ident, **predict(request_from_row(point)).as_dict()})
+        out = {"id": ident, **predict(request_from_row(point)).as_dict()}  # as_dict is JSON-safe already
     except PlannerError as exc:
         out = {"id": ident, "error": " ".join(str(exc).split())}
     row = flatten(out)

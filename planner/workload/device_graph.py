@@ -229,4 +229,14 @@ def _params_of(captured, tops: set[str]) -> int:
 def device_graph(model: Model, workload: Workload, parallelism: Parallelism = Parallelism()) -> DeviceGraph:
     """The folded per-device graph of `workload` under `parallelism` (cached by tp and ep, which shape
     the graph; pp, dp and ZeRO only decide how it is staged and replicated)."""
-    return replace(_device_graph(model, workload, parallelism.tp, parallelism.ep), parallelism=parallelism)
+    base = _device_graph(model, workload, parallelism.tp, parallelism.ep)
+    key = (id(base), parallelism)
+    entry = _STAGED.get(key)
+    if entry is None or entry[0] is not base:  # the base is kept alive by the entry: its id is not reused
+        if len(_STAGED) >= 4096:
+            _STAGED.clear()
+        entry = _STAGED[key] = (base, replace(base, parallelism=parallelism))
+    return entry[1]
+
+
+_STAGED: dict[tuple, tuple] = {}
