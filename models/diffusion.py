@@ -165,6 +165,8 @@ class DiffusionConfig:
         _quiet_empty_fp32_warning()
         try:
             return self._build(diffusers)
+        # what the libraries raise on a config they cannot build (a bad field type or size, a missing key,
+        # an unsupported option), turned into the one ValueError the library contract promises
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, NotImplementedError) as exc:
             raise ValueError(f"diffusers/transformers could not build this {self.pipeline} config: "
                              f"{type(exc).__name__}: {str(exc)[:300]}") from None

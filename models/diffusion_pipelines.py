@@ -49,8 +49,9 @@ def scale_model_input(scheduler: str, x: torch.Tensor) -> torch.Tensor:
 
 def scheduler_step(scheduler: str, sample: torch.Tensor, eps: torch.Tensor, history: list[torch.Tensor]) -> torch.Tensor:
     """One scheduler update: the next latents [B, C, h, w] from `sample` and the guided noise prediction
-    `eps` (same shape); `history` holds PNDM's three earlier predictions. The scalars are placeholders: the
-    work does not depend on them."""
+    `eps` (same shape); `history` holds PNDM's three earlier predictions. The coefficients stand for the
+    schedule's per-step values: each is one elementwise multiply whatever its value, so the counted work
+    does not depend on them."""
     if scheduler == "PNDMScheduler":
         e1, e2, e3 = history
         eps = (1 / 24) * (55 * eps - 59 * e1 + 37 * e2 - 9 * e3)

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "planner"
 ORDER = ("workload", "hardware", "predict", "calibration", "serve", "plan", "trace", "sweep")
-SHARED = ("errors", "units", "files")
+SHARED = ("errors", "units", "files", "memo")
 INTERFACES = ("cli", "plot")
 MAX_TOP_LEVEL_FILES = 8
 MAX_MODULE_LINES = 650

@@ -37,6 +37,7 @@ from planner.hardware.profile_check import (  # noqa: F401 (SCHEMA: the layout r
     recorded_band,
     transfer_error,
 )
+from planner.memo import IdentityMemo
 
 PROFILE_ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "calibration"
 
@@ -91,10 +92,7 @@ class Profile:
     @property
     def source(self) -> str:
         """One line: where the measurements come from (worked out once per profile)."""
-        entry = _SOURCES.get(id(self))
-        if entry is None or entry[0] is not self:
-            entry = _SOURCES[id(self)] = (self, self._source())  # the profile is kept alive: its id stays its own
-        return entry[1]
+        return _SOURCES.get((self,), (), self._source)
 
     def _source(self) -> str:
         src = self.raw.get("source")
@@ -124,7 +122,7 @@ class Profile:
                       source=f"calibration profile {self.path} (measured ceilings)", date=self.date[:10])
 
 
-_SOURCES: dict[int, tuple] = {}
+_SOURCES = IdentityMemo(256)
 
 
 @lru_cache(maxsize=256)

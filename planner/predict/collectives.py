@@ -166,19 +166,20 @@ def _read(dc: DeviceCurves, candidates: list[Curve], op: str, message_bytes: flo
 
 # ------------------------------------------------------------------ loading
 
-_DEFAULT_ROOT = str(ROOT / "collectives")
-
-
 def collectives_root() -> Path:
     """The collectives folder: $PLANNER_HARDWARE_SPECS/collectives when that is set, else the repository's."""
-    root = os.environ.get("PLANNER_HARDWARE_SPECS")
-    return (Path(root) if root else ROOT) / "collectives"
+    return Path(_folder(os.environ.get("PLANNER_HARDWARE_SPECS")))
+
+
+@lru_cache(maxsize=8)
+def _folder(specs: str | None) -> str:
+    # by the variable's value: a sweep asks for the curves thousands of times a second
+    return str((Path(specs) if specs else ROOT) / "collectives")
 
 
 def device_curves(device_id: str) -> DeviceCurves | None:
     """The measured curves of `device_id`, or None when none were published for it."""
-    root = os.environ.get("PLANNER_HARDWARE_SPECS")
-    return load_curves(str(Path(root) / "collectives") if root else _DEFAULT_ROOT).get(device_id)
+    return load_curves(_folder(os.environ.get("PLANNER_HARDWARE_SPECS"))).get(device_id)
 
 
 @lru_cache(maxsize=4)
@@ -314,8 +315,7 @@ def percentile(values: list[float], q: float) -> float:
 def band_fraction(device_id: str) -> float | None:
     """The p90 held-out |error| of `device_id`'s curves: the uncertainty band of a time read straight off
     one of them; None for a device without curves."""
-    root = os.environ.get("PLANNER_HARDWARE_SPECS")
-    return _band(str(Path(root) / "collectives") if root else _DEFAULT_ROOT, device_id)
+    return _band(_folder(os.environ.get("PLANNER_HARDWARE_SPECS")), device_id)
 
 
 @lru_cache(maxsize=64)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from planner.errors import ConfigError
 from planner.hardware.catalog import PRICINGS, Catalog, Device, Instance, Server, Site, is_stale
+from planner.memo import IdentityMemo
 
 HOURS_PER_YEAR = 8766.0
 HOURS_PER_MONTH = 730.5
@@ -68,21 +69,19 @@ def cheapest_instance(catalog: Catalog, device: Device, pricing: str = "on_deman
     """The catalog instance type with `device` that runs `devices` of them for the least per hour at
     `pricing` (whole instances: 4 devices on an 8-device instance pay for 8), holding at least
     `group` devices (a tensor-parallel group never spans instances)."""
-    key = (id(catalog), device.id, pricing, devices, group)
-    entry = _CHEAPEST.get(key)
-    if entry is None or entry[0] is not catalog:
-        if len(_CHEAPEST) >= 4096:
-            _CHEAPEST.clear()
-        # by id, not catalog.instances_for: a profiled local device is not in the catalog (no instance)
-        offers = [i for i in catalog.instances if i.device_id == device.id and pricing in i.price_usd_per_h
-                  and i.device_count >= group]
-        best = min(offers, key=lambda i: (math.ceil(devices / i.device_count) * i.price_usd_per_h[pricing], i.key),
-                   default=None)
-        entry = _CHEAPEST[key] = (catalog, best)  # the catalog is kept alive so its id is not reused
-    return entry[1]
+    return _CHEAPEST.get((catalog,), (device.id, pricing, devices, group),
+                         lambda: _cheapest(catalog, device.id, pricing, devices, group))
 
 
-_CHEAPEST: dict[tuple, tuple] = {}
+_CHEAPEST = IdentityMemo()
+
+
+def _cheapest(catalog: Catalog, device_id: str, pricing: str, devices: int, group: int) -> Instance | None:
+    # by id, not catalog.instances_for: a profiled local device is not in the catalog (no instance)
+    offers = [i for i in catalog.instances if i.device_id == device_id and pricing in i.price_usd_per_h
+              and i.device_count >= group]
+    return min(offers, key=lambda i: (math.ceil(devices / i.device_count) * i.price_usd_per_h[pricing], i.key),
+               default=None)
 
 
 def cloud_cost(instance: Instance, devices: int, pricing: str = "on_demand") -> CostBasis:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.errors import ConfigError
+from planner.memo import IdentityMemo
 from planner.predict.context import Target
 from planner.predict.memory import kv_capacity_tokens, serving_memory
 from planner.predict.parallel import layer_comm_s, pipeline_hop_s
@@ -36,20 +37,15 @@ def pass_time(target: Target, dg: DeviceGraph, tokens: int, stages=None) -> tupl
     (`stages`: its stage_times when the caller has them already). Busy is the device's kernel time: a
     stage waiting on host dispatch (eager, host-bound) is idle for that wait."""
     if stages is None:  # memoized: a sweep passes the same graph through the same target many times
-        key = (id(dg.layer), id(dg.first), id(dg.last), dg.parallelism, dg.num_layers, dg.dtype, dg.workload.engine,
-               dg.workload.mode, id(target), tokens)
-        entry = _PASSES.get(key)
-        if entry is None or entry[0] is not dg.layer or entry[1] is not dg.first or entry[2] is not dg.last \
-                or entry[3] is not target:
-            if len(_PASSES) >= 8192:
-                _PASSES.clear()
-            entry = _PASSES[key] = (dg.layer, dg.first, dg.last, target, _pass_time(target, dg, tokens, None))
-        wall, busy, energy = entry[4]
+        wall, busy, energy = _PASSES.get(
+            (dg.layer, dg.first, dg.last, target),
+            (dg.parallelism, dg.num_layers, dg.dtype, dg.workload.engine, dg.workload.mode, tokens),
+            lambda: _pass_time(target, dg, tokens, None))
         return wall, list(busy), list(energy)
     return _pass_time(target, dg, tokens, stages)
 
 
-_PASSES: dict[tuple, tuple] = {}
+_PASSES = IdentityMemo(8192)
 
 
 def _pass_time(target: Target, dg: DeviceGraph, tokens: int, stages) -> tuple[float, list[float], list[float]]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from planner.errors import ConfigError
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import Defaults
+from planner.memo import IdentityMemo
 from planner.workload.device_graph import DeviceGraph
 from planner.workload.quant import parameter_bits, precision
 
@@ -95,21 +96,17 @@ def weight_bytes(dg: DeviceGraph, stage: int) -> float:
     return sum(part.params * n * (layer_bits if part is dg.layer else other_bits) / 8 for part, n in dg.stage_parts(stage))
 
 
-_LARGEST: dict[tuple[int, int], tuple] = {}
+_LARGEST = IdentityMemo()  # a sweep asks it of one graph often
 
 
 def _largest_outputs(dg: DeviceGraph, k: int = 1) -> float:
-    # memoized by the layer part's identity (kept alive by the entry): a sweep asks it of one graph often
-    key = (id(dg.layer), id(dg.first), id(dg.last), k)
-    entry = _LARGEST.get(key)
-    if entry is None or entry[0] is not dg.layer or entry[1] is not dg.first or entry[2] is not dg.last:
-        if len(_LARGEST) >= 4096:
-            _LARGEST.clear()
-        sizes = sorted((max((t.bytes for t in op.record.outputs), default=0.0)
-                        for part in (dg.first, dg.layer, dg.last) for op in part.ops if op.category != "view"),
-                       reverse=True)
-        entry = _LARGEST[key] = (dg.layer, dg.first, dg.last, sum(sizes[:k]))
-    return entry[3]
+    return _LARGEST.get((dg.first, dg.layer, dg.last), (k,), lambda: _largest(dg, k))
+
+
+def _largest(dg: DeviceGraph, k: int) -> float:
+    sizes = sorted((max((t.bytes for t in op.record.outputs), default=0.0)
+                    for part in (dg.first, dg.layer, dg.last) for op in part.ops if op.category != "view"), reverse=True)
+    return sum(sizes[:k])
 
 
 def capacity(device: Device, defaults: Defaults) -> float:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from planner.errors import ConfigError
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import Defaults
+from planner.memo import IdentityMemo
 from planner.predict.collectives import DeviceCurves, band_fraction, device_curves
 from planner.workload.device_graph import DeviceGraph
 from planner.workload.engines import engines
@@ -96,19 +97,14 @@ def collective_time_s(kind: str, message_bytes: float, n: int, device: Device, d
 def collective_estimate(kind: str, message_bytes: float, n: int, device: Device, defaults: Defaults,
                         per_node: int | None = None, engine: str | None = None) -> CollectiveTime:
     """collective_time_s with its tier, basis and band (module docstring: curves first, then formulas).
-    Memoized: a sweep asks the same collective of the same device thousands of times. The device and
-    defaults are keyed by identity and kept alive by the entry; the curves folder by its path."""
-    key = (kind, message_bytes, n, id(device), id(defaults), per_node, engine, os.environ.get("PLANNER_HARDWARE_SPECS"))
-    entry = _ESTIMATES.get(key)
-    if entry is None or entry[0] is not device or entry[1] is not defaults:
-        if len(_ESTIMATES) >= 8192:
-            _ESTIMATES.clear()
-        entry = _ESTIMATES[key] = (device, defaults, _estimate(kind, message_bytes, n, device, defaults, per_node,
-                                                               engine))
-    return entry[2]
+    Memoized (planner/memo.py): a sweep asks the same collective of the same device thousands of times;
+    the curves folder keys by its path."""
+    return _ESTIMATES.get((device, defaults), (kind, message_bytes, n, per_node, engine,
+                                               os.environ.get("PLANNER_HARDWARE_SPECS")),
+                          lambda: _estimate(kind, message_bytes, n, device, defaults, per_node, engine))
 
 
-_ESTIMATES: dict[tuple, tuple] = {}
+_ESTIMATES = IdentityMemo(8192)
 
 
 def _estimate(kind: str, message_bytes: float, n: int, device: Device, defaults: Defaults,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import EfficiencyModel
+from planner.memo import IdentityMemo
 from planner.predict.energy import PowerModel
 from planner.predict.roofline import op_time
 from planner.workload.device_graph import DeviceGraph, Part
@@ -125,40 +126,22 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
     return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches, limited
 
 
-_PART_TIMES: dict[tuple, tuple] = {}
-"""_part_time results by (part, dtype, engine, mode, device, efficiency, power): a sweep or `compare`
-predicts the same cached graph part on the same device many times (other pp, dp, prices, power limits
-of the cost side). Parts, efficiency and power models are keyed by identity and kept alive by the
-entry, so an id is never reused while its entry stands (devices too: a power limit replaces one)."""
-_PART_TIMES_MAX = 4096
+_PART_TIMES = IdentityMemo()
+"""_part_time results by graph part, device, efficiency and power model (planner/memo.py): a sweep or
+`compare` predicts the same cached graph part on the same device many times (other pp, dp, prices)."""
+_STAGES = IdentityMemo()
 
 
 def _cached_part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel):
-    key = (id(part), dg.dtype, dg.workload.engine, dg.workload.mode, id(device), id(efficiency), id(power))
-    entry = _PART_TIMES.get(key)
-    if entry is None or entry[0] is not part or entry[1] is not device or entry[2] is not efficiency \
-            or entry[3] is not power:
-        if len(_PART_TIMES) >= _PART_TIMES_MAX:
-            _PART_TIMES.clear()
-        entry = _PART_TIMES[key] = (part, device, efficiency, power, _part_time(part, dg, device, efficiency, power))
-    return entry[4]
+    return _PART_TIMES.get((part, device, efficiency, power), (dg.dtype, dg.workload.engine, dg.workload.mode),
+                           lambda: _part_time(part, dg, device, efficiency, power))
 
 
 def stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel) -> list[StageTime]:
     """StageTime of each pipeline stage of `dg` on `device` (a fresh list; its StageTimes are shared)."""
-    key = (id(dg.first), id(dg.layer), id(dg.last), dg.num_layers, dg.parallelism.pp, dg.dtype, dg.workload.engine,
-           dg.workload.mode, id(device), id(efficiency), id(power))
-    entry = _STAGES.get(key)
-    if entry is None or entry[0] is not dg.layer or entry[1] is not dg.first or entry[2] is not dg.last \
-            or entry[3] is not device or entry[4] is not efficiency or entry[5] is not power:
-        if len(_STAGES) >= _PART_TIMES_MAX:
-            _STAGES.clear()
-        entry = _STAGES[key] = (dg.layer, dg.first, dg.last, device, efficiency, power,
-                                _stage_times(dg, device, efficiency, power))
-    return list(entry[6])
-
-
-_STAGES: dict[tuple, tuple] = {}
+    return list(_STAGES.get((dg.layer, dg.first, dg.last, device, efficiency, power),
+                            (dg.num_layers, dg.parallelism.pp, dg.dtype, dg.workload.engine, dg.workload.mode),
+                            lambda: _stage_times(dg, device, efficiency, power)))
 
 
 def _stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel) -> list[StageTime]:

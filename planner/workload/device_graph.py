@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from planner.memo import IdentityMemo
 from planner.workload.capture import OpRecord
 from planner.workload.counting import OpCost, classify, pointwise_packets
 from planner.workload.engines import get_engine
@@ -230,13 +231,7 @@ def device_graph(model: Model, workload: Workload, parallelism: Parallelism = Pa
     """The folded per-device graph of `workload` under `parallelism` (cached by tp and ep, which shape
     the graph; pp, dp and ZeRO only decide how it is staged and replicated)."""
     base = _device_graph(model, workload, parallelism.tp, parallelism.ep)
-    key = (id(base), parallelism)
-    entry = _STAGED.get(key)
-    if entry is None or entry[0] is not base:  # the base is kept alive by the entry: its id is not reused
-        if len(_STAGED) >= 4096:
-            _STAGED.clear()
-        entry = _STAGED[key] = (base, replace(base, parallelism=parallelism))
-    return entry[1]
+    return _STAGED.get((base,), (parallelism,), lambda: replace(base, parallelism=parallelism))
 
 
-_STAGED: dict[tuple, tuple] = {}
+_STAGED = IdentityMemo()

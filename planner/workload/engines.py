@@ -118,13 +118,15 @@ class Engine:
         return self.cuda_graphs == "all" and mode != "training" or self.cuda_graphs == "decode" and mode == "decode"
 
 
-_DEFAULT_ROOT = str(ROOT / "engines")
-
-
 def engines_root() -> Path:
     """The engines folder: $PLANNER_HARDWARE_SPECS/engines when that is set, else the repository's."""
-    root = os.environ.get("PLANNER_HARDWARE_SPECS")
-    return (Path(root) if root else ROOT) / "engines"
+    return Path(_folder(os.environ.get("PLANNER_HARDWARE_SPECS")))
+
+
+@functools.lru_cache(maxsize=8)
+def _folder(specs: str | None) -> str:
+    # by the variable's value: every prediction asks for its engine, and building a path is a dozen calls
+    return str((Path(specs) if specs else ROOT) / "engines")
 
 
 def _strings(value, where: str, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
@@ -263,8 +265,7 @@ def _load(root: str) -> dict[str, Engine]:
 
 def engines() -> dict[str, Engine]:
     """Every engine, by name."""
-    root = os.environ.get("PLANNER_HARDWARE_SPECS")
-    return _load(str(Path(root) / "engines") if root else _DEFAULT_ROOT)
+    return _load(_folder(os.environ.get("PLANNER_HARDWARE_SPECS")))
 
 
 def get_engine(name: str) -> Engine:
