@@ -131,3 +131,20 @@ def test_trace_page_bad_or_oversized_upload_is_a_message(app):
     assert not app.exception
     [box] = [e.value for e in app.error]
     assert "big.json.gz is 52,428,801 bytes; the limit is 52,428,800 bytes" in box
+
+
+def test_sweep_page_shows_the_example_front_and_reacts_to_filters(app):
+    app.sidebar.radio(key="page").set_value("Sweep").run()
+    assert not app.exception and not app.error
+    metrics = _metrics(app)
+    points, front = int(metrics["Points"].replace(",", "")), int(metrics["Pareto-optimal"].replace(",", ""))
+    assert 0 < front < points and len(app.dataframe) == 2  # the front and the best point per device
+    app.multiselect(key="sweep_devices").set_value(["h100-sxm"]).run()
+    assert not app.exception and int(_metrics(app)["Points"].replace(",", "")) < points
+
+
+def test_sweep_page_bad_path_is_a_message(app):
+    app.sidebar.radio(key="page").set_value("Sweep").run()
+    app.radio(key="sweep_source").set_value("Parquet file on this machine").run()
+    app.text_input(key="sweep_path").set_value("no/such/sweep.parquet").run()
+    assert not app.exception and any("does not exist" in e.value for e in app.error)

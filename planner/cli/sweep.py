@@ -17,7 +17,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                                    "point and write one Parquet row per point; print the Pareto front of cost vs "
                                    "latency vs throughput and the best point per device. Run again with the same "
                                    "grid and --out to resume an interrupted sweep.")
-    p.add_argument("grid", help="the grid file (YAML); see examples/sweep.yaml")
+    p.add_argument("grid", help="the grid file (YAML); see examples/sweeps/serving.yaml")
     p.add_argument("--out", default="sweep.parquet", help="Parquet file to write (default sweep.parquet)")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1: in this process)")
     p.add_argument("--cluster", default=None, help=f"run on a cluster instead: {CLUSTERS}")

@@ -103,3 +103,35 @@ def best_per_device(frame: pd.DataFrame) -> pd.DataFrame:
     rows = rows.sort_values(["unit", "device", "usd_per_unit", "throughput_per_s"],
                             ascending=[True, True, True, False])
     return rows.groupby(["unit", "device"], sort=True).head(1).sort_values(["unit", "usd_per_unit"])
+
+
+MAX_SWEEP_BYTES = 2 * 2**30
+"""Largest sweep file read (2 GiB): far above the 100,000-point grid of benchmarks/sweep_speed.py (~30 MB)."""
+
+
+def read_sweep(source) -> pd.DataFrame:
+    """A sweep's rows from a Parquet path or bytes, with `measures` added; ConfigError when it is not a
+    Parquet file, is over MAX_SWEEP_BYTES or lacks a sweep's id, in.model and in.device columns. Parquet holds
+    data only: reading it runs nothing."""
+    import io
+    import os
+
+    import pyarrow as pa
+
+    from planner.errors import ConfigError
+
+    size = len(source) if isinstance(source, (bytes, bytearray)) else os.path.getsize(source) \
+        if os.path.isfile(source) else None
+    if size is None:
+        raise ConfigError(f"sweep file '{source}' does not exist; run planner sweep GRID.yaml --out FILE first")
+    if size > MAX_SWEEP_BYTES:
+        raise ConfigError(f"the sweep file is {size:,} bytes; the limit is {MAX_SWEEP_BYTES:,}")
+    try:
+        frame = pd.read_parquet(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise ConfigError(f"not a Parquet file planner can read: {' '.join(str(exc).split())[:200]}") from None
+    missing = [c for c in ("id", "in.model", "in.device") if c not in frame]
+    if missing:
+        raise ConfigError(f"not a planner sweep: no column {', '.join(missing)} (planner sweep writes id, the "
+                          "point's in.<key> columns and the prediction's keys)")
+    return measures(frame)

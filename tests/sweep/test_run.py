@@ -105,9 +105,9 @@ def test_ray_backend_local(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["sweep", "missing.yaml"], "missing.yaml"),
-    (["sweep", "examples/sweep.yaml", "--cluster", "spark://x"], "--cluster 'spark://x' is not one of"),
-    (["sweep", "examples/sweep.yaml", "--workers", "0"], "--workers must be"),
-    (["sweep", "examples/sweep.yaml", "--out", "no/such/dir/s.parquet"], "does not exist")])
+    (["sweep", "examples/sweeps/serving.yaml", "--cluster", "spark://x"], "--cluster 'spark://x' is not one of"),
+    (["sweep", "examples/sweeps/serving.yaml", "--workers", "0"], "--workers must be"),
+    (["sweep", "examples/sweeps/serving.yaml", "--out", "no/such/dir/s.parquet"], "does not exist")])
 def test_cli_errors_are_one_line(args, message, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     assert main(args) == 2

@@ -44,3 +44,21 @@ def test_front_leaves_out_errors_and_what_does_not_fit():
 def test_best_per_device_is_the_cheapest_usable_row():
     best = best_per_device(measures(frame()))
     assert dict(zip(best["device"], best["id"])) == {"h100-sxm": 1, "l4": 2}
+
+
+def test_read_sweep_refuses_what_is_not_a_sweep(tmp_path):
+    import pytest
+
+    from planner.errors import ConfigError
+    from planner.sweep.summary import read_sweep
+
+    with pytest.raises(ConfigError, match="not a Parquet file"):
+        read_sweep(b"PAR1 not really")
+    with pytest.raises(ConfigError, match="does not exist"):
+        read_sweep(str(tmp_path / "none.parquet"))
+    path = tmp_path / "other.parquet"
+    pd.DataFrame({"id": [0], "x": [1.0]}).to_parquet(path)
+    with pytest.raises(ConfigError, match="no column in.model, in.device"):
+        read_sweep(str(path))
+    pd.DataFrame({"id": [0], "in.model": ["m"], "in.device": ["d"], "error": ["unknown device 'd'"]}).to_parquet(path)
+    assert read_sweep(str(path))["unit"].tolist() == ["sample"]  # an all-error sweep still reads
