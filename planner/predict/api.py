@@ -13,6 +13,7 @@ import pandas as pd
 
 from planner.errors import ConfigError, PlannerError
 from planner.files import finite
+from planner.memo import IdentityMemo
 from planner.predict.context import ALL_TIERS, Context, default_context
 from planner.predict.inference import predict_inference
 from planner.predict.prediction import CostOptions, Prediction
@@ -152,12 +153,20 @@ def engine_for(req: Request, model: Model, device) -> tuple[str, str]:
             raise ConfigError(f"--engine must be a name, got {req.engine!r}"[:200])
         name, why = get_engine(req.engine).name, "from --engine"
     engine = get_engine(name)
-    check_engine(engine, model.family, req.mode, device.kind, device.vendor)
+    return name, _ENGINE_NOTES.get((engine,), (why, model.family, req.mode, device.kind, device.vendor),
+                                   lambda: _engine_note_text(engine, why, model.family, req.mode, device))
+
+
+_ENGINE_NOTES = IdentityMemo()  # every prediction checks and describes its engine: once per combination
+
+
+def _engine_note_text(engine, why: str, family: str, mode: str, device) -> str:
+    """Check that `engine` runs this family, mode and device (raise otherwise); the output's note."""
+    check_engine(engine, family, mode, device.kind, device.vendor)
     rules = ", ".join(rule for rule, _ in engine.fusions) or "none (every aten op its own kernel)"
     graphs = {"none": "no CUDA graphs", "decode": "decode steps replayed as CUDA graphs",
               "all": "forward passes replayed as CUDA graphs"}[engine.cuda_graphs]
-    note = f"engine {name} ({why}; --engine to change): fusions {rules}; {graphs}"
-    return name, note
+    return f"engine {engine.name} ({why}; --engine to change): fusions {rules}; {graphs}"
 
 
 def _engine_note(prediction: Prediction, note: str) -> Prediction:

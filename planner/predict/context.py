@@ -90,7 +90,8 @@ class Context:
         `tiers` that measured GEMMs at `gemm_dtype` (any dtype when None), resolved once and cached."""
         dev = device if isinstance(device, Device) else self.device(device)
         key = (dev.id, tiers, gemm_dtype)
-        if key not in self._targets or self._targets[key].device != dev:
+        known = self._targets.get(key)
+        if known is None or (known.device is not dev and known.device != dev):
             eff = self.efficiency(dev, tiers)
             # a published table names its dtypes: GEMMs at another dtype were never timed there (a
             # measured profile keeps its fp32 curve for them, as calibrate measured what the device runs)

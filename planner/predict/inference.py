@@ -39,7 +39,9 @@ def pass_time(target: Target, dg: DeviceGraph, tokens: int, stages=None) -> tupl
     if stages is None:  # memoized: a sweep passes the same graph through the same target many times
         wall, busy, energy = _PASSES.get(
             (dg.layer, dg.first, dg.last, target),
-            (dg.parallelism, dg.num_layers, dg.dtype, dg.workload.engine, dg.workload.mode, tokens),
+            # by tp, pp and ep: data parallelism and ZeRO replicate a pass, they do not change it
+            (dg.parallelism.tp, dg.parallelism.pp, dg.parallelism.ep, dg.num_layers, dg.dtype, dg.workload.engine,
+             dg.workload.mode, tokens),
             lambda: _pass_time(target, dg, tokens, None))
         return wall, list(busy), list(energy)
     return _pass_time(target, dg, tokens, stages)

@@ -117,14 +117,23 @@ def capacity(device: Device, defaults: Defaults) -> float:
     return device.memory_bytes * defaults.memory_usable_fraction
 
 
+_STAGE_BYTES = IdentityMemo()  # a sweep asks them of one graph under many batches, prices and layouts
+
+
+def _stage_bytes(dg: DeviceGraph) -> tuple[tuple[float, float], ...]:
+    """(weight bytes, KV bytes per token) of one device of each pipeline stage of `dg`."""
+    return _STAGE_BYTES.get((dg.first, dg.layer, dg.last), (dg.parallelism.pp, dg.num_layers, dg.dtype),
+                            lambda: tuple((weight_bytes(dg, s), kv_bytes_per_token(dg, s))
+                                          for s in range(dg.parallelism.pp)))
+
+
 def serving_memory(prefill: DeviceGraph, batch: int, tokens: int, device: Device, defaults: Defaults) -> MemoryBreakdown:
     """Memory per device to serve `batch` sequences of `tokens` (input + output) tokens; worst stage."""
     worst = None
-    for stage in range(prefill.parallelism.pp):
+    activations = 3 * _largest_outputs(prefill)
+    for weights, per_token in _stage_bytes(prefill):
         m = MemoryBreakdown(
-            weights_bytes=weight_bytes(prefill, stage),
-            kv_cache_bytes=batch * tokens * kv_bytes_per_token(prefill, stage),
-            activation_bytes=3 * _largest_outputs(prefill),
+            weights_bytes=weights, kv_cache_bytes=batch * tokens * per_token, activation_bytes=activations,
             gradient_bytes=0.0, optimizer_bytes=0.0, workspace_bytes=defaults.workspace_bytes,
             capacity_bytes=capacity(device, defaults))
         if worst is None or m.total_bytes > worst.total_bytes:
@@ -138,12 +147,10 @@ def kv_capacity_tokens(prefill: DeviceGraph, device: Device, defaults: Defaults)
     floor((usable − weights − activations − workspace) / KV bytes per token), 0 when nothing is left;
     None for a model without a KV cache."""
     fewest = None
-    for stage in range(prefill.parallelism.pp):
-        per_token = kv_bytes_per_token(prefill, stage)
+    for weights, per_token in _stage_bytes(prefill):
         if not per_token:
             continue
-        free = (capacity(device, defaults) - weight_bytes(prefill, stage) - 3 * _largest_outputs(prefill)
-                - defaults.workspace_bytes)
+        free = capacity(device, defaults) - weights - 3 * _largest_outputs(prefill) - defaults.workspace_bytes
         tokens = max(0, math.floor(free / per_token))
         fewest = tokens if fewest is None else min(fewest, tokens)
     return fewest

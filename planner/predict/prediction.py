@@ -65,8 +65,9 @@ class Prediction:
         """(low, high) of a time (or, inverse=True, a rate) under this prediction's band."""
         return band(value, self.band_fraction, inverse)
 
-    def as_dict(self) -> dict:
-        """Flat JSON-ready dict with the keys the CLI promises; an unknown number is None (null)."""
+    def as_dict(self, safe: bool = True) -> dict:
+        """Flat JSON-ready dict with the keys the CLI promises; an unknown number is None (null). With
+        safe=False a non-finite number stays as it is (for a caller that converts every value anyway)."""
         out = {"model": self.model, "device": self.device, "gpus": self.gpus, "mode": self.mode, "dtype": self.dtype,
                "precision": describe(self.dtype),
                "engine": self.engine,
@@ -88,7 +89,7 @@ class Prediction:
                 out[key.replace("_per_s", "_range_per_s")] = list(self.band(self.metrics[key], inverse=True))
         out["catalog_rows"] = list(self.rows + (self.cost.rows if self.cost else ()))
         out["notes"] = list(self.notes)
-        return json_safe(out)
+        return json_safe(out) if safe else out
 
 
 def price(target: Target, devices: int, options: CostOptions, device_power_w: float,

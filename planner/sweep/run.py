@@ -24,10 +24,12 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from math import isfinite
 from pathlib import Path
 
 from planner.errors import ConfigError, PlannerError
 from planner.sweep.grid import Grid
+from planner.units import json_safe
 
 BACKENDS = ("local", "processes", "dask", "ray")
 _MANIFEST = "manifest.json"
@@ -51,19 +53,35 @@ class SweepResult:
 
 
 _ENCODER = json.JSONEncoder(default=str)  # one encoder: json.dumps(..., default=str) builds one per call
+_TEXTS: dict[tuple, str] = {}
 
 
 def flatten(out: dict, prefix: str = "") -> dict:
-    """A prediction's JSON as one flat row: nested mappings as `a.b`, lists as JSON text."""
+    """A prediction's JSON as one flat row: nested mappings as `a.b`, lists as JSON text, a non-finite
+    number as None (null, as `predict --configs` prints it)."""
     row = {}
     for key, value in out.items():
         kind = type(value)
-        if kind is dict:
-            row.update(flatten(value, f"{prefix}{key}."))
+        name = prefix + key if prefix else key
+        if kind is float:
+            row[name] = value if isfinite(value) else None
+        elif kind is dict:
+            row.update(flatten(value, name + "."))
         elif kind is list or kind is tuple:
-            row[f"{prefix}{key}"] = _ENCODER.encode(value)
+            # a list of finite floats (the ranges) is written as json writes it, without the encoder's cost
+            if value and all(type(v) is float and isfinite(v) for v in value):
+                row[name] = "[" + ", ".join(map(float.__repr__, value)) + "]"
+            elif all(type(v) is str for v in value):  # notes and catalog rows: the same few lists recur
+                text = _TEXTS.get(key := tuple(value))
+                if text is None:
+                    if len(_TEXTS) >= 4096:
+                        _TEXTS.clear()
+                    text = _TEXTS[key] = _ENCODER.encode(value)
+                row[name] = text
+            else:
+                row[name] = _ENCODER.encode(json_safe(value))
         else:
-            row[f"{prefix}{key}"] = value
+            row[name] = value
     return row
 
 
@@ -72,7 +90,7 @@ def predict_point(ident: int, point: dict) -> dict:
     from planner.predict.api import predict, request_from_row
 
     try:
-        out = {"id": ident, **predict(request_from_row(point)).as_dict()}  # as_dict is JSON-safe already
+        out = {"id": ident, **predict(request_from_row(point)).as_dict(safe=False)}  # flatten makes it JSON-safe
     except PlannerError as exc:
         out = {"id": ident, "error": " ".join(str(exc).split())}
     row = flatten(out)

@@ -230,8 +230,18 @@ def _params_of(captured, tops: set[str]) -> int:
 def device_graph(model: Model, workload: Workload, parallelism: Parallelism = Parallelism()) -> DeviceGraph:
     """The folded per-device graph of `workload` under `parallelism` (cached by tp and ep, which shape
     the graph; pp, dp and ZeRO only decide how it is staged and replicated)."""
+    return _STAGED.get((model,), (workload, parallelism), lambda: _staged(model, workload, parallelism))
+
+
+_STAGED = IdentityMemo()  # by the model's identity: hashing a model's config on every call costs more
+
+
+def _staged(model: Model, workload: Workload, parallelism: Parallelism) -> DeviceGraph:
     base = _device_graph(model, workload, parallelism.tp, parallelism.ep)
-    return _STAGED.get((base,), (parallelism,), lambda: replace(base, parallelism=parallelism))
+    return base if base.parallelism == parallelism else replace(base, parallelism=parallelism)
 
 
-_STAGED = IdentityMemo()
+def clear_graph_caches() -> None:
+    """Forget every lowered device graph (the captures stay): for a benchmark that times the lowering."""
+    _STAGED.clear()
+    _device_graph.cache_clear()

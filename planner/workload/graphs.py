@@ -7,6 +7,7 @@ Everything runs on the meta device: building a 405B model allocates no weights.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
@@ -98,8 +99,10 @@ def _short(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+@lru_cache(maxsize=4096)
 def resolve_workload(model: Model, w: Workload) -> Workload:
-    """Return `w` with the mode made concrete and defaults filled; raise on impossible sizes."""
+    """Return `w` with the mode made concrete and defaults filled; raise on impossible sizes. Cached (both
+    are frozen values; a raise is not cached): every prediction resolves its workloads."""
     precision(w.dtype)
     if w.mode not in MODES:
         raise ConfigError(f"unknown mode '{w.mode}'; valid modes: {', '.join(MODES)}")
