@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "planner"
 ORDER = ("workload", "hardware", "predict", "calibration", "serve", "plan", "trace", "sweep")
 SHARED = ("errors", "units", "files", "memo")
-INTERFACES = ("cli", "plot")
+INTERFACES = ("cli", "plot", "app")
 MAX_TOP_LEVEL_FILES = 8
 MAX_MODULE_LINES = 650
 

@@ -102,6 +102,12 @@ class Context:
         return self._targets[key]
 
 
+def with_catalog(ctx: Context, catalog: Catalog) -> Context:
+    """`ctx` over another catalog (the shipped one with a user's own devices added): the same profiles
+    and defaults, the power model of the new catalog, and empty caches."""
+    return Context(catalog, ctx.defaults, PowerModel.from_catalog(catalog), ctx.profiles)
+
+
 @lru_cache(maxsize=1)
 def default_context() -> Context:
     """The context built from the shipped hardware_specs/, or from the directory named by the

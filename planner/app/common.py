@@ -1,0 +1,110 @@
+"""What every page of the app shares: the library context (with the session's own hardware), cached
+loaders, the error boundary, upload reading and formatting. Pages import from here; nothing here
+computes a number the library does not give."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+ROOT = Path(__file__).resolve().parents[2]
+MAX_UPLOAD_BYTES = 1_000_000
+"""Largest config.json or scenario YAML accepted from the browser."""
+
+
+@st.cache_resource
+def base_context():
+    """The shipped catalog, profiles and defaults (planner.predict.default_context)."""
+    from planner.predict import default_context
+    return default_context()
+
+
+def context():
+    """The context predictions use: the shipped one, plus the devices added on the Your hardware page
+    for as long as this browser session lasts (planner/app/hardware.py)."""
+    from planner.app.hardware import session_context
+    return session_context(base_context())
+
+
+def hardware_key() -> str:
+    """A digest of the session's own hardware: part of every cached prediction's key."""
+    from planner.app.hardware import session_digest
+    return session_digest()
+
+
+@st.cache_data(show_spinner=False)
+def zoo_ids() -> list[str]:
+    import planner_models
+    return planner_models.zoo_ids()
+
+
+def device_ids() -> list[str]:
+    return sorted(context().catalog.devices)
+
+
+def purpose(title: str, line: str) -> None:
+    """A page's title and its one-line purpose."""
+    st.header(title)
+    st.caption(line)
+
+
+def model_of(model_key: str, config_text: str | None):
+    """The Model of a zoo id (never code) or of an uploaded config.json's text."""
+    from planner.files import parse_json
+    from planner.workload.zoo import from_config, resolve
+    if config_text is None:
+        return resolve(model_key)  # a zoo id from the select box: never code (allow_code stays False)
+    return from_config(parse_json(config_text, "uploaded config.json"), model_key)
+
+
+def dated(date):
+    """A price's date as the library shows it ("2024-01, stale" when over 12 months old); blank stays blank."""
+    from planner.hardware.catalog import dated as catalog_dated
+    return catalog_dated(date) if isinstance(date, str) and date else date
+
+
+def shown(fn, *args, **kwargs):
+    """Run `fn`; return its result, or None after showing the error in a box: planner's own errors (bad
+    input, impossible configuration) as their one-line message, anything else as an internal error to
+    report. Never a stack trace, unless PLANNER_DEBUG=1 (then the exception propagates to Streamlit)."""
+    from planner.errors import PlannerError
+    try:
+        return fn(*args, **kwargs)
+    except PlannerError as exc:
+        st.error(str(exc))
+    except Exception as exc:  # noqa: BLE001 - the one boundary that turns any failure into a message
+        if os.environ.get("PLANNER_DEBUG") == "1":
+            raise
+        st.error(f"internal error: {type(exc).__name__}: {str(exc)[:300]}. This is a bug in planner: please report "
+                 "it with the inputs that caused it (set PLANNER_DEBUG=1 to see the traceback).")
+    return None
+
+
+def upload_text(label: str, types: list[str], key: str, help: str | None = None) -> str | None:
+    """The UTF-8 text of an uploaded file, or None (nothing uploaded, or an error box shown)."""
+    file = st.file_uploader(label, type=types, key=key, help=help)
+    if file is None:
+        return None
+    data = file.getvalue()
+    if len(data) > MAX_UPLOAD_BYTES:
+        st.error(f"{file.name[:80]} is {len(data):,} bytes; the limit is {MAX_UPLOAD_BYTES:,}")
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        st.error(f"{file.name[:80]} is not UTF-8 text")
+        return None
+
+
+def ms(seconds):
+    """Seconds as milliseconds for a table (NaN stays NaN)."""
+    return seconds * 1e3
+
+
+def fmt_s(seconds) -> str:
+    """Seconds for a metric: '12.3 ms' under a second, '1.23 s' above; '-' when unknown."""
+    if seconds is None or seconds != seconds:
+        return "-"
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"

@@ -1,0 +1,101 @@
+"""Sweep page: a `planner sweep` Parquet (or the example grid swept here) as a Pareto chart with filters."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from planner.app.common import ROOT, purpose, shown
+
+SWEEP_EXAMPLE = ROOT / "examples" / "sweeps" / "serving.yaml"
+MAX_SWEEP_UPLOAD_BYTES = 200 * 2**20
+"""Largest sweep Parquet accepted from the browser (Streamlit's own upload limit)."""
+
+
+@st.cache_data(show_spinner="Sweeping the example grid (about 10 s)...")
+def example_sweep() -> pd.DataFrame:
+    """examples/sweeps/serving.yaml swept in this process, its rows with the sweep measures."""
+    import tempfile
+
+    from planner.sweep.grid import load_grid
+    from planner.sweep.run import run_sweep
+    from planner.sweep.summary import read_sweep
+    with tempfile.TemporaryDirectory() as tmp:
+        return read_sweep(str(run_sweep(load_grid(str(SWEEP_EXAMPLE)), Path(tmp) / "sweep.parquet").out))
+
+
+@st.cache_data(show_spinner=False)
+def sweep_rows(digest: str, _data: bytes) -> pd.DataFrame:
+    """An uploaded sweep's rows, cached on the bytes' SHA-256 `digest`."""
+    from planner.sweep.summary import read_sweep
+    return read_sweep(_data)
+
+
+
+def page() -> None:
+    purpose("Sweep: the Pareto front of cost, latency and throughput", "Rows written by `planner sweep GRID.yaml --out FILE` (README, section Sweeps): one per configuration.")
+    source = st.radio("Sweep", ["Example grid (examples/sweeps/serving.yaml)", "Parquet file on this machine",
+                                "Upload"], horizontal=True, key="sweep_source")
+    frame = None
+    if source.startswith("Example"):
+        frame = shown(example_sweep)
+    elif source.startswith("Parquet"):
+        path = st.text_input("Path", "sweep.parquet", key="sweep_path")
+        from planner.sweep.summary import read_sweep
+        frame = shown(read_sweep, path) if path else None
+    else:
+        file = st.file_uploader("Sweep Parquet", type=["parquet"], key="sweep_upload")
+        if file is not None:
+            data = file.getvalue()
+            if len(data) > MAX_SWEEP_UPLOAD_BYTES:
+                st.error(f"{file.name[:80]} is {len(data):,} bytes; the limit is {MAX_SWEEP_UPLOAD_BYTES:,}")
+            else:
+                frame = shown(sweep_rows, hashlib.sha256(data).hexdigest(), data)
+    if frame is None:
+        return
+    _sweep_view(frame)
+
+
+def _sweep_view(frame: pd.DataFrame) -> None:
+    from planner.sweep.summary import best_per_device, pareto_front, usable
+    units = sorted(frame["unit"].dropna().unique())
+    cols = st.columns(4)
+    unit = cols[0].selectbox("Per", units, key="sweep_unit") if units else None
+    models = sorted(frame["in.model"].astype(str).unique())
+    devices = sorted(frame["in.device"].astype(str).unique())
+    pick_models = cols[1].multiselect("Models", models, default=models, key="sweep_models")
+    pick_devices = cols[2].multiselect("Devices", devices, default=devices, key="sweep_devices")
+    fits = cols[3].checkbox("Fits in memory only", True, key="sweep_fits")
+    rows = frame[frame["in.model"].astype(str).isin(pick_models) & frame["in.device"].astype(str).isin(pick_devices)]
+    if unit is not None:
+        rows = rows[rows["unit"] == unit]
+    errors = int(rows["error"].notna().sum()) if "error" in rows else 0
+    ok = usable(rows) if fits else rows[rows["error"].isna()] if "error" in rows else rows
+    front = pareto_front(rows)
+    c = st.columns(3)
+    c[0].metric("Points", f"{len(rows):,}")
+    c[1].metric("Predicted and fitting", f"{len(usable(rows)):,}")
+    c[2].metric("Pareto-optimal", f"{len(front):,}")
+    if errors:
+        st.caption(f"{errors:,} points could not be predicted (their `error` column says why).")
+    if ok.empty:
+        st.info("No point to show: widen the filters.")
+        return
+    chart = ok.assign(pareto=ok["id"].isin(front["id"]), usd_per_million=ok["usd_per_unit"] * 1e6)
+    fields = [f for f in ("id", "model", "device", "gpus", "tp", "batch", "in.pricing", "engine") if f in chart]
+    st.altair_chart(alt.Chart(chart).mark_point(filled=True).encode(
+        x=alt.X("latency_s_:Q", scale=alt.Scale(type="log"), title="latency (s)"),
+        y=alt.Y("usd_per_million:Q", scale=alt.Scale(type="log"), title=f"$ per 1M {unit or 'unit'}s"),
+        color="device:N", size=alt.Size("pareto:N", scale=alt.Scale(range=[20, 140]), title="Pareto-optimal"),
+        tooltip=fields + ["throughput_per_s", "usd_per_million"]), width="stretch")
+    shown = [f for f in fields + ["usd_per_unit", "latency_s_", "throughput_per_s", "memory_bytes_per_gpu", "tier"]
+             if f in front]
+    st.subheader("Pareto front")
+    st.dataframe(front[shown], hide_index=True)
+    st.subheader("Best point per device (least cost)")
+    st.dataframe(best_per_device(rows)[shown], hide_index=True)
+
