@@ -47,6 +47,11 @@ def _rows() -> dict[str, list[dict]]:
     return st.session_state.setdefault(STATE, {"device": [], "instance": [], "server": []})
 
 
+def added_devices() -> list[str]:
+    """Ids of the devices this session added (the Workload page selects them with its defaults)."""
+    return [r["id"] for r in (st.session_state.get(STATE) or {}).get("device", [])]
+
+
 def session_digest() -> str:
     """A digest of the session's own rows ("" when there are none): part of cached predictions' keys."""
     rows = st.session_state.get(STATE)
@@ -106,6 +111,8 @@ def add(device: dict, price_usd_per_h: float | None, server: tuple[int, float, f
         rows["server"].append(_server_row(new["id"], *server))
     extend_catalog(rows["device"], rows["instance"], rows["server"])  # raises with the bad cell named
     st.session_state[STATE] = rows
+    if isinstance(st.session_state.get("devices"), list):  # the Workload page's selection, when it is kept
+        st.session_state["devices"] = [*st.session_state["devices"], new["id"]]
     return new["id"]
 
 

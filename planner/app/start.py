@@ -10,8 +10,9 @@ PRESETS = {
     "serve": ("Serving", {"serve_model": "llama-3.1-70b", "serve_device": "h100-sxm", "serve_gpus": 8, "serve_tp": 8,
                           "serve_input_len": 1024, "serve_output_len": 256, "serve_slo_ttft_ms": 2000.0,
                           "serve_slo_tpot_ms": 100.0}),
-    "train": ("Workload", {"model": "llama-3.1-8b", "mode": "training", "wl_gpus": 64, "wl_tp": 1, "wl_pp": 1,
-                           "batch": 2, "seq_len": 8192, "wl_zero": 1, "wl_recompute": "none"}),
+    "train": ("Workload", {"model_source": "Zoo", "model": "llama-3.1-8b", "mode": "training", "seq_len": 8192,
+                           "wl_micro_batch": 1, "wl_zero": 1, "wl_recompute": "full", "wl_engine": "megatron",
+                           "wl_deploy": "Set GPUs and layout", "wl_gpus": 64, "wl_tp": 1, "wl_pp": 1}),
     "plan": ("Plan", {"plan_source": "Example", "plan_example": "hybrid.yaml"}),
 }
 """Each starting point: the page it opens and the inputs it sets there (session_state keys of that page)."""
@@ -36,7 +37,7 @@ def page() -> None:
         st.button("Open Serving with this preset", key="start_serve", on_click=_go, args=("serve",), type="primary")
     with cols[1]:
         st.subheader("Train a model")
-        st.write("Llama 3.1 8B on 64 GPUs, 8k-token sequences, ZeRO-1: step time, MFU, memory per GPU against its "
+        st.write("Llama 3.1 8B on 64 GPUs with Megatron, 8k-token sequences, ZeRO-1: step time, MFU, memory per GPU against its "
                  "capacity, and the cost of the run on every device.")
         st.button("Open Workload with this preset", key="start_train", on_click=_go, args=("train",), type="primary")
     with cols[2]:

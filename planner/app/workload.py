@@ -1,6 +1,11 @@
-"""Workload page: one model on many devices, then one device in detail (planner.predict)."""
+"""Workload page: one model under one workload on many devices, then one device in detail. Each device
+runs the deployment asked for (GPUs, tensor and pipeline parallel), or the smallest that fits
+(planner.predict.search); a deployment that does not fit is shown greyed with its shortfall and the
+smallest one that fits, never with headline numbers."""
 
 from __future__ import annotations
+
+import json
 
 import altair as alt
 import pandas as pd
@@ -20,109 +25,408 @@ from planner.app.common import (
 )
 
 DEFAULT_DEVICES = ["h100-sxm", "h200-sxm", "a100-sxm-80gb", "mi300x", "l40s", "l4"]
+DTYPES = ["bf16", "fp16", "fp8", "fp32", "int8", "fp4"]
+PART_DTYPES = ["(as the base)", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+SMALLEST = "Smallest that fits"
+GREY = "color: #9a9a9a"
+NO_ENGINE = "(default for the workload)"
+DEFAULTS = {"model_source": "Zoo", "model": "llama-3.1-8b", "mode": "inference", "batch": 8, "input_len": 1024,
+            "output_len": 256, "seq_len": 2048, "wl_micro_batch": 1, "wl_zero": 1, "wl_recompute": "none",
+            "wl_mixed": "auto", "dtype": "bf16", "wl_recipe": "(none)", "wl_weights": PART_DTYPES[0],
+            "wl_activations": PART_DTYPES[0], "wl_kv_cache": PART_DTYPES[0], "wl_engine": NO_ENGINE,
+            "devices": DEFAULT_DEVICES, "wl_deploy": SMALLEST, "wl_gpus": 8, "wl_tp": 1, "wl_pp": 1}
+"""Every input's first value. Set in session_state before the widgets are drawn (never as a widget
+default), so that a preset from the Start page may set any of them without a conflict."""
 
 
-@st.cache_data(show_spinner="Predicting on every device...")
-def compare_table(hw: str, model_key: str, config_text: str | None, devices: tuple[str, ...], mode: str, batch, input_len: int,
-                  output_len: int, seq_len: int | None, dtype: str) -> pd.DataFrame:
-    from planner.predict import compare
+# ------------------------------------------------------------------ cached calls into the library
+
+def _request(model, device: str, mode: str, work: dict, layout: dict | None):
+    from planner.predict import Request
+    return Request(model.name, device, mode, **work, **(layout or {}))
+
+
+@st.cache_data(show_spinner="Predicting...", max_entries=512)
+def device_result(hw: str, model_key: str, config_text: str | None, device: str, mode: str, work_json: str,
+                  layout_json: str | None) -> dict:
+    """One device's row: the prediction of the deployment asked for (`layout_json`: gpus, tp, pp) or of
+    the smallest that fits (None), and for one that does not fit, the smallest that does. Returns
+    {"p": Prediction.as_dict() or None, "fit": the smallest fitting request's layout or None, "tried": n,
+    "band": (fraction), "summary": compare-style row}."""
+    from planner.errors import PlannerError
     model = model_of(model_key, config_text)
-    return compare(model, list(devices), mode, batch, input_len, output_len, seq_len, None, dtype, ctx=context())
+    work, layout = json.loads(work_json), json.loads(layout_json) if layout_json else None
+    req = _request(model, device, mode, work, layout)
+    ctx = context()
+    try:
+        return _result(req, ctx, model, layout)
+    except PlannerError as exc:  # this device cannot run it (no link for a multi-node group...): its row says why
+        return {"p": None, "error": str(exc), "fit": None, "summary": None, "tried": 0}
 
 
-@st.cache_data(show_spinner="Predicting...")
-def prediction(hw: str, model_key: str, config_text: str | None, device: str, gpus: int, tp: int, mode: str, batch,
-               input_len: int, output_len: int, seq_len: int | None, dtype: str) -> dict:
-    from planner.predict import Request, op_rows, predict
+def _result(req, ctx, model, layout: dict | None) -> dict:
+    from planner.predict.api import predict, summary_row
+    from planner.predict.search import smallest_fit
+    if layout is None:
+        found = smallest_fit(req, ctx, model)
+        if found is None:
+            return {"p": None, "fit": None, "summary": None, "tried": 0}
+        p, req = found.prediction, found.request
+    else:
+        p = predict(req, ctx, model)
+    out = {"p": p.as_dict(), "summary": summary_row(p), "fit": None, "tried": 0,
+           "layout": {"gpus": req.gpus, "tp": req.tp, "pp": req.pp}}
+    if not p.fits:
+        found = smallest_fit(req, ctx, model)
+        out["tried"] = found.tried if found else 0
+        out["fit"] = None if found is None else {"gpus": found.request.gpus, "tp": found.request.tp,
+                                                 "pp": found.request.pp, "zero": found.request.zero}
+    return out
+
+
+@st.cache_data(show_spinner="Timing every op...", max_entries=64)
+def op_table(hw: str, model_key: str, config_text: str | None, device: str, mode: str, work_json: str,
+             layout_json: str) -> pd.DataFrame:
+    """The distinct ops of the deployment's graphs with their predicted time on the device."""
+    from planner.predict.api import op_rows
     model = model_of(model_key, config_text)
-    req = Request(model.name, device, mode, gpus=gpus, tp=tp, batch=batch, input_len=input_len, output_len=output_len,
-                  seq_len=seq_len, dtype=dtype)
-    p = predict(req, context(), model)
+    req = _request(model, device, mode, json.loads(work_json), json.loads(layout_json))
     rows = op_rows(req, context(), model)
-    ops = pd.DataFrame([{"graph": g, "op": r.op, "role": r.role, "category": r.category, "count": r.count,
-                         "flop": r.flop, "bytes": r.bytes, "time_s": r.time_s, "bound": r.bound}
-                        for g, group in rows.items() for r in group])
-    return {"prediction": p.as_dict(), "ops": ops}
+    return pd.DataFrame([{"graph": g, "op": r.op, "role": r.role, "category": r.category, "count": r.count,
+                          "flop": r.flop, "bytes": r.bytes, "time_s": r.time_s, "bound": r.bound}
+                         for g, group in rows.items() for r in group])
 
+
+# ------------------------------------------------------------------ inputs
+
+def _inputs() -> dict | None:
+    """The page's inputs, or None when a model is still missing."""
+    from planner.app.hardware import added_devices
+    from planner.workload.engines import engines
+    from planner.workload.quant import recipe_names
+    for key, value in DEFAULTS.items():
+        st.session_state.setdefault(key, value + added_devices() if key == "devices" else value)
+    source = st.radio("Model", ["Zoo", "Upload config.json"], horizontal=True, key="model_source",
+                      help="A model of planner's zoo, or a Hugging Face config.json of your own (read as data)")
+    config_text = None
+    if source == "Zoo":
+        ids = zoo_ids()
+        model_key = st.selectbox("Zoo model", ids, key="model",
+                                 help="Architectures with their published configs: parameter counts are exact")
+    else:
+        config_text = upload_text("Hugging Face style config.json", ["json"], "config_upload",
+                                  help="model_type llama, mistral, mixtral, qwen2, gemma2, gpt2, gptj, bert, vit, resnet...")
+        if config_text is None:
+            st.info("Upload a config.json (model_type llama, mistral, mixtral, gpt2, gptj, bert, vit or resnet).")
+            return None
+        model_key = "uploaded config.json"
+    mode = st.radio("Mode", ["inference", "training"], horizontal=True, key="mode",
+                    help="Serving one batch (prefill then decode for a language model), or a training step")
+    work: dict = {}
+    if mode == "inference":
+        work["batch"] = int(st.number_input("Batch", 1, 4096, key="batch", help="Requests (or images) per step"))
+        work["input_len"] = int(st.number_input("Input tokens", 1, 131072, key="input_len",
+                                                help="Prompt length per request (language models)"))
+        work["output_len"] = int(st.number_input("Output tokens", 1, 32768, key="output_len",
+                                                 help="Tokens generated per request (language models)"))
+    else:
+        work["seq_len"] = int(st.number_input("Sequence length (tokens)", 1, 131072, key="seq_len",
+                                              help="Tokens per training sample"))
+        work["micro_batch"] = int(st.number_input("Micro-batch", 1, 1024, key="wl_micro_batch",
+                                                  help="Samples per device per forward-backward pass"))
+        work["zero"] = int(st.selectbox("ZeRO stage", [0, 1, 2, 3], key="wl_zero",
+                                        help="0: replicated optimizer; 1: optimizer states sharded over data "
+                                             "parallel; 2: and gradients; 3: and weights"))
+        work["recompute"] = st.selectbox("Recompute", ["none", "selective", "full"], key="wl_recompute",
+                                         help="Activation recomputation: full keeps only each layer's input")
+        work["mixed_precision"] = st.selectbox("Mixed precision", ["auto", "amp", "master"], key="wl_mixed",
+                                               help="amp: torch.autocast over fp32 weights (plain PyTorch); master: "
+                                                    "16-bit weights with an fp32 master copy (Megatron, DeepSpeed); "
+                                                    "auto: the engine's own")
+    base = st.selectbox("Dtype", DTYPES, key="dtype", help="Every float at this dtype (the base precision)")
+    recipes = ["(none)", *recipe_names()]
+    recipe = st.selectbox("Quantization recipe", recipes, key="wl_recipe",
+                          help="A recipe from hardware_specs/quant/recipes.json (fp8, w4a16, nvfp4...): it sets "
+                               "weights, activations and KV cache together, with their scales")
+    parts = {}
+    for part, label in (("weights", "Weights"), ("activations", "Activations"), ("kv_cache", "KV cache")):
+        value = st.selectbox(f"{label} dtype", PART_DTYPES, key=f"wl_{part}",
+                             help=f"Override the {label.lower()} only (LLM-Viewer style split)")
+        if value != PART_DTYPES[0]:
+            parts[part] = value
+    from planner.workload.quant import compose
+    dtype = shown(compose, None if recipe != "(none)" else base, recipe if recipe != "(none)" else None, **parts)
+    if dtype is None:
+        return None
+    work["dtype"] = dtype
+    names = [NO_ENGINE, *sorted(engines())]
+    engine = st.selectbox("Engine", names, key="wl_engine",
+                          help="How the stack runs the graph: eager, torch.compile, TensorRT(-LLM), vLLM, SGLang, "
+                               "Megatron (fusions, launches and kernel libraries: hardware_specs/engines)")
+    if engine != names[0]:
+        work["engine"] = engine
+    st.session_state["devices"] = [d for d in st.session_state["devices"] if d in device_ids()]
+    devices = st.multiselect("Devices", device_ids(), key="devices", help="Catalog devices and your own (Your hardware page)")
+    how = st.radio("Deployment", [SMALLEST, "Set GPUs and layout"], key="wl_deploy", horizontal=True,
+                   help="Smallest that fits: the fewest devices (and the fastest tensor x pipeline layout on them) "
+                        "whose memory holds the workload. Or set the count and layout yourself")
+    layout = None
+    if how != SMALLEST:
+        c = st.columns(3)
+        layout = {"gpus": int(c[0].number_input("GPUs", 1, 65536, key="wl_gpus", help="Devices in all")),
+                  "tp": int(c[1].number_input("TP", 1, 64, key="wl_tp",
+                                              help="Tensor-parallel size (within one node)")),
+                  "pp": int(c[2].number_input("PP", 1, 128, key="wl_pp", help="Pipeline stages"))}
+    return {"model_key": model_key, "config_text": config_text, "mode": mode, "work": work, "devices": devices,
+            "layout": layout}
+
+
+# ------------------------------------------------------------------ the table of devices
+
+def _range(lo, hi, scale: float = 1.0, digits: int = 1) -> str:
+    if lo is None or hi is None:
+        return ""
+    return f"{lo * scale:,.{digits}f}–{hi * scale:,.{digits}f}"
+
+
+def _layout_text(layout: dict | None) -> str:
+    if not layout:
+        return ""
+    dp = max(1, layout["gpus"] // (layout["tp"] * layout["pp"]))
+    return f"{layout['gpus']} GPUs: tp {layout['tp']} × pp {layout['pp']} × dp {dp}"
+
+
+def _row(device: str, r: dict | None) -> dict:
+    """The table row of one device's result: headline numbers only when the deployment fits."""
+    from planner.units import band
+    if r is None:
+        return {"device": device, "fits": False, "note": "could not be predicted (the error is shown above)"}
+    if r["p"] is None:
+        return {"device": device, "fits": False, "note": r.get("error") or "nothing up to 4,096 devices fits"}
+    p, s = r["p"], r["summary"]
+    row = {"device": device, "fits": bool(p["fits"]), "deployment": _layout_text(r["layout"]), "tier": p["tier"],
+           "memory per GPU (GB)": p["memory"]["total_bytes"] / 1e9,
+           "capacity per GPU (GB)": p["memory"]["capacity_bytes"] / 1e9}
+    if not p["fits"]:
+        short = p["memory"]["shortfall_bytes"] / 1e9
+        fit = f"smallest that fits: {_layout_text(r['fit'])}" if r["fit"] else "nothing up to 4,096 devices fits"
+        return {**row, "note": f"does not fit: {short:,.1f} GB per GPU over capacity; {fit}"}
+    frac = p["band_fraction"]
+    lat, thr = s.get("latency_s"), s.get("throughput")
+    lat_lo, lat_hi = band(lat, frac) if lat else (None, None)
+    thr_lo, thr_hi = band(thr, frac, inverse=True) if thr else (None, None)
+    per = s.get("usd_per_unit")
+    return {**row, "latency (ms)": lat * 1e3 if lat else None, "latency range (ms)": _range(lat_lo, lat_hi, 1e3),
+            "throughput (/s)": thr, "throughput range (/s)": _range(thr_lo, thr_hi, 1, 0),
+            "throughput low (/s)": thr_lo, "throughput high (/s)": thr_hi,
+            "$/h": s.get("usd_per_h"), "$ per unit": per,
+            "$ per unit low": per * thr / thr_hi if per and thr_hi else None,
+            "$ per unit high": per * thr / thr_lo if per and thr_lo else None,
+            "J per unit": s.get("j_per_unit"), "price date": dated(s.get("price_date")) or "",
+            "note": s.get("note") or ""}
+
+
+def _unit_names(mode: str, family: str) -> tuple[str, str]:
+    """(throughput unit, cost unit) for the table's headers."""
+    if mode == "training":
+        return ("tokens/s", "1M tokens") if family == "decoder" else ("samples/s", "1k samples")
+    return ("tokens/s", "1M tokens") if family == "decoder" else ("samples/s", "1k samples")
+
+
+def _table(rows: list[dict], thr_unit: str, cost_unit: str) -> None:
+    frame = pd.DataFrame(rows)
+    names = {"throughput (/s)": f"throughput ({thr_unit})", "throughput range (/s)": f"throughput range ({thr_unit})",
+             "$ per unit": f"$ per {cost_unit}", "J per unit": f"J per {cost_unit.removeprefix('1M ').removeprefix('1k ').rstrip('s')}"}
+    order = ["device", "fits", "deployment", "tier", "latency (ms)", "latency range (ms)", "throughput (/s)",
+             "throughput range (/s)", "$/h", "$ per unit", "J per unit", "memory per GPU (GB)", "capacity per GPU (GB)",
+             "price date", "note"]
+    frame = frame.reindex(columns=order).rename(columns=names)
+    styled = frame.style.apply(lambda r: [GREY if not r["fits"] else "" for _ in r], axis=1).format(
+        precision=2, na_rep="")
+    st.dataframe(styled, hide_index=True)
+
+
+def _chart(rows: list[dict], thr_unit: str, cost_unit: str) -> None:
+    fitting = pd.DataFrame([r for r in rows if r.get("fits") and r.get("throughput (/s)")])
+    if fitting.empty:
+        return
+    metric = st.radio("Chart", [f"throughput ({thr_unit})", f"$ per {cost_unit}"], horizontal=True,
+                      key="chart_metric", help="Bars are the prediction; whiskers its band (the tier's held-out error)")
+    if metric.startswith("throughput"):
+        data = fitting.assign(value=fitting["throughput (/s)"], low=fitting["throughput low (/s)"],
+                              high=fitting["throughput high (/s)"])
+    else:
+        data = fitting.dropna(subset=["$ per unit"]).assign(value=lambda d: d["$ per unit"],
+                                                            low=lambda d: d["$ per unit low"],
+                                                            high=lambda d: d["$ per unit high"])
+        if data.empty:
+            st.caption("No fitting device has a catalog price.")
+            return
+    order = "descending" if metric.startswith("throughput") else "ascending"  # best first
+    base = alt.Chart(data).encode(x=alt.X("device:N", sort=alt.EncodingSortField("value", order=order),
+                                          title="device"))
+    bars = base.mark_bar().encode(y=alt.Y("value:Q", title=metric), color=alt.Color("tier:N", title="tier"),
+                                  tooltip=["device", "deployment", "tier", alt.Tooltip("value:Q", format=",.3g"),
+                                           alt.Tooltip("low:Q", format=",.3g"), alt.Tooltip("high:Q", format=",.3g")])
+    whiskers = base.mark_errorbar(ticks=True).encode(y=alt.Y("low:Q", title=metric), y2="high:Q")
+    st.altair_chart(bars + whiskers, width="stretch")
+
+
+# ------------------------------------------------------------------ one device in detail
+
+def _metrics(p: dict) -> None:
+    from planner.units import band
+    frac = p["band_fraction"]
+    cols = st.columns(4)
+
+    def timed(col, label, seconds):
+        lo, hi = band(seconds, frac)
+        col.metric(label, fmt_s(seconds), f"{fmt_s(lo)} – {fmt_s(hi)}", delta_color="off", delta_arrow="off",
+                   help=f"Range: the {p['tier']} tier's band of ±{frac:.0%}")
+
+    def rate(col, label, value, unit):
+        lo, hi = band(value, frac, inverse=True)
+        col.metric(label, f"{value:,.0f} {unit}", f"{lo:,.0f} – {hi:,.0f} {unit}", delta_color="off", delta_arrow="off",
+                   help=f"Range: the {p['tier']} tier's band of ±{frac:.0%}")
+
+    if p["mode"] != "training" and p.get("ttft_s") is not None:
+        timed(cols[0], "TTFT", p["ttft_s"])
+        timed(cols[1], "TPOT", p["tpot_s"])
+        rate(cols[2], "throughput", p["throughput_tokens_per_s"], "tokens/s")
+    elif p["mode"] != "training":
+        timed(cols[0], "latency", p["latency_s"])
+        rate(cols[1], "throughput", p["throughput_samples_per_s"], "samples/s")
+    else:
+        timed(cols[0], "step time", p["step_time_s"])
+        if p.get("tokens_per_s"):
+            rate(cols[1], "throughput", p["tokens_per_s"], "tokens/s")
+        elif p.get("samples_per_s"):
+            rate(cols[1], "throughput", p["samples_per_s"], "samples/s")
+        if p.get("mfu") is not None:
+            cols[2].metric("MFU", f"{p['mfu']:.1%}", help="Model FLOP utilization: model FLOP per second over the "
+                           "devices' dense peak at the compute dtype")
+    cols[3].metric("tier", p["tier"], f"band ±{p['band_fraction']:.0%}", delta_color="off", delta_arrow="off",
+                   help="Where the efficiencies come from: measured, published, transferred or datasheet")
+
+
+def _memory_chart(p: dict) -> None:
+    mem = p["memory"]
+    parts = pd.DataFrame([{"part": k.removesuffix("_bytes").replace("_", " "), "GB": v / 1e9}
+                          for k, v in mem.items() if k.endswith("_bytes") and v
+                          and k not in ("total_bytes", "capacity_bytes", "shortfall_bytes")])
+    cap = mem["capacity_bytes"] / 1e9
+    st.caption(f"Memory per device: {mem['total_bytes'] / 1e9:,.1f} GB of {cap:,.1f} GB usable "
+               f"({'fits' if p['fits'] else 'does not fit'}); the red line is the capacity")
+    if parts.empty:
+        return
+    bars = alt.Chart(parts).mark_bar().encode(x=alt.X("sum(GB):Q", title="GB per device"),
+                                              color=alt.Color("part:N", title="part"),
+                                              tooltip=["part", alt.Tooltip("GB:Q", format=",.2f")])
+    rule = alt.Chart(pd.DataFrame({"GB": [cap], "label": [f"capacity {cap:,.1f} GB"]})).mark_rule(
+        color="red", strokeWidth=2).encode(x="GB:Q", tooltip=[alt.Tooltip("label:N", title="capacity")])
+    st.altair_chart((bars + rule).properties(height=90), width="stretch")
+
+
+def _roofline(ops: pd.DataFrame, device_id: str, dtype: str) -> None:
+    """Every op at its predicted FLOP/s over its arithmetic intensity, under the device's ceilings."""
+    from planner.errors import PlannerError
+    from planner.predict.roofline import vector_peak
+    from planner.workload.quant import precision
+    ops = ops[(ops["flop"] > 0) & (ops["bytes"] > 0) & (ops["time_s"] > 0)]
+    if ops.empty:
+        return
+    dev = context().device(device_id)
+    points = ops.assign(**{"intensity (FLOP/byte)": ops["flop"] / ops["bytes"],
+                           "achieved (FLOP/s)": ops["flop"] / ops["time_s"]})
+    lo = min(points["intensity (FLOP/byte)"].min(), 1.0) / 2
+    hi = max(points["intensity (FLOP/byte)"].max(), 1.0) * 2
+    xs = [lo * (hi / lo) ** (k / 60) for k in range(61)]
+    compute = precision(dtype).compute
+    roofs = []
+    for label, peak in ((f"{compute} peak", lambda: dev.peak(compute)), ("vector peak", lambda: vector_peak(dev, dtype))):
+        try:
+            top = peak()
+        except PlannerError:  # no sourced figure for this dtype: that ceiling is not drawn
+            continue
+        roofs += [{"ceiling": f"{label} ({top / 1e12:,.0f} TFLOP/s) and {dev.mem_bytes_per_s / 1e9:,.0f} GB/s",
+                   "intensity (FLOP/byte)": x, "achieved (FLOP/s)": min(top, x * dev.mem_bytes_per_s)} for x in xs]
+    st.caption(f"Roofline of {dev.id} (log-log): each op's predicted FLOP/s against its arithmetic intensity, under "
+               "the datasheet ceilings; ops sit below them by the device's measured efficiency")
+    x = alt.X("intensity (FLOP/byte):Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
+    y = alt.Y("achieved (FLOP/s):Q", scale=alt.Scale(type="log"), title="predicted (FLOP/s)")
+    chart = alt.Chart(points).mark_circle(size=60).encode(x=x, y=y, color=alt.Color("bound:N", title="bound"),
+                                                          tooltip=["op", "graph", "category", "count", "bound"])
+    if roofs:
+        chart = alt.Chart(pd.DataFrame(roofs)).mark_line(color="gray").encode(
+            x=x, y=y, strokeDash=alt.StrokeDash("ceiling:N", title="ceiling")) + chart
+    st.altair_chart(chart, width="stretch")
+
+
+def _detail(args: dict, results: dict) -> None:
+    st.subheader("One device in detail")
+    device = st.selectbox("Device", args["devices"], key="detail_device",
+                          help="Its metrics with their ranges, memory against capacity, and every op on its roofline")
+    r = results.get(device)
+    if r is None or r["p"] is None:
+        st.warning(f"{device}: {(r or {}).get('error') or 'nothing to show (see its row above)'}")
+        return
+    p = r["p"]
+    st.caption(f"{_layout_text(r['layout'])}; {p['precision']}; engine {p['engine']}; efficiencies: {p['tier']} "
+               f"({p.get('profile') or 'datasheet'})")
+    if not p["fits"]:
+        short = p["memory"]["shortfall_bytes"] / 1e9
+        fit = f"The smallest deployment that fits: {_layout_text(r['fit'])}." if r["fit"] else \
+            "Nothing up to 4,096 devices fits."
+        st.warning(f"Does not fit: {p['memory']['total_bytes'] / 1e9:,.1f} GB per device against "
+                   f"{p['memory']['capacity_bytes'] / 1e9:,.1f} GB usable ({short:,.1f} GB short). {fit} Times are "
+                   "not shown for a deployment that cannot run.")
+        _memory_chart(p)
+        return
+    _metrics(p)
+    notes = p.get("notes") or []
+    if notes:
+        with st.expander(f"Notes on this prediction ({len(notes)})"):
+            st.markdown("\n".join(f"- {note}" for note in notes))
+    _memory_chart(p)
+    ops = shown(op_table, hardware_key(), args["model_key"], args["config_text"], device, args["mode"],
+                json.dumps(args["work"], sort_keys=True), json.dumps(r["layout"], sort_keys=True))
+    if ops is None or ops.empty:
+        return
+    _roofline(ops, device, p["dtype"])
+    table = ops.sort_values("time_s", ascending=False).assign(
+        **{"time (ms)": lambda d: d["time_s"] * 1e3, "GFLOP": lambda d: d["flop"] / 1e9,
+           "MB moved": lambda d: d["bytes"] / 1e6}).drop(columns=["time_s", "flop", "bytes"])
+    st.dataframe(table, hide_index=True)
 
 
 def page() -> None:
-    purpose("Workload: how fast, how big, how costly on each device", "One model under one workload on many devices, then one device in detail: parallel layout, engine, quantization, roofline and memory.")
+    purpose("Workload: how fast, how big, how costly on each device",
+            "One model under one workload on many devices, then one device in detail: parallel layout, engine, "
+            "quantization, roofline and memory.")
     left, right = st.columns([1, 2])
     with left:
-        source = st.radio("Model", ["Zoo", "Upload config.json"], horizontal=True, key="model_source")
-        config_text = None
-        if source == "Zoo":
-            model_key = st.selectbox("Zoo model", zoo_ids(), index=zoo_ids().index("llama-3.1-8b"), key="model")
-        else:
-            config_text = upload_text("Hugging Face style config.json", ["json"], "config_upload")
-            if config_text is None:
-                st.info("Upload a config.json (model_type llama, mistral, mixtral, gpt2, gptj, bert, vit or resnet).")
-                return
-            model_key = "uploaded config.json"
-        mode = st.radio("Mode", ["inference", "training"], horizontal=True, key="mode")
-        batch = st.number_input("Batch", min_value=1, max_value=4096, value=8, key="batch")
-        input_len = st.number_input("Input tokens", min_value=1, max_value=131072, value=1024, key="input_len")
-        output_len = st.number_input("Output tokens", min_value=1, max_value=32768, value=256, key="output_len")
-        seq_len = st.number_input("Training sequence length", min_value=1, max_value=131072, value=2048, key="seq_len")
-        dtype = st.selectbox("Dtype", ["bf16", "fp16", "fp8", "fp32", "int8", "fp4"], key="dtype")
-        devices = st.multiselect("Devices", device_ids(), default=DEFAULT_DEVICES, key="devices")
-    with right:
-        if not devices:
-            st.info("Pick at least one device.")
-            return
-        table = shown(compare_table, hardware_key(), model_key, config_text, tuple(devices), mode, int(batch), int(input_len),
-                       int(output_len), int(seq_len) if mode == "training" else None, dtype)
-        if table is None:
-            return
-        cols = table[["device", "gpus", "fits", "tier", "band_fraction", "latency_s", "throughput", "usd_per_h",
-                       "usd_per_unit", "j_per_unit", "memory_gb_per_gpu", "instance", "price_date", "note"]]
-        cols = cols.assign(price_date=cols["price_date"].map(dated))
-        st.dataframe(cols.rename(columns={"band_fraction": "band ±", "usd_per_unit": "$ per 1M tokens / 1k samples",
-                                           "j_per_unit": "J per token / sample"}), hide_index=True)
-        fitting = table[table["fits"] & table["latency_s"].notna()]
-        if not fitting.empty:
-            metric = st.radio("Chart", ["throughput", "latency_s", "usd_per_unit", "j_per_unit"], horizontal=True,
-                              key="chart_metric")
-            st.altair_chart(alt.Chart(fitting).mark_bar().encode(x=alt.X("device:N", sort="-y"), y=f"{metric}:Q",
-                                                                 color="tier:N", tooltip=list(fitting.columns)[:10]),
-                            width="stretch")
-    st.subheader("One device in detail")
-    options = list(table["device"]) if table is not None else devices
-    device = st.selectbox("Device", options, key="detail_device")
-    row = table[table["device"] == device].iloc[0] if table is not None and device in set(table["device"]) else None
-    gpus = int(row["gpus"]) if row is not None and row["gpus"] == row["gpus"] and row["gpus"] else 1
-    tp = int(row["tp"]) if row is not None and row["tp"] == row["tp"] and row["tp"] else 1
-    detail = shown(prediction, hardware_key(), model_key, config_text, device, gpus, tp, mode, int(batch), int(input_len),
-                    int(output_len), int(seq_len) if mode == "training" else None, dtype)
-    if detail is None:
+        args = _inputs()
+    if args is None:
         return
-    p = detail["prediction"]
-    cols = st.columns(4)
-    if mode == "inference" and p.get("ttft_s") is not None:
-        cols[0].metric("TTFT", fmt_s(p["ttft_s"]))
-        cols[1].metric("TPOT", fmt_s(p["tpot_s"]))
-        cols[2].metric("tokens/s", f"{p['throughput_tokens_per_s']:,.0f}")
-    elif mode == "inference":
-        cols[0].metric("latency", fmt_s(p["latency_s"]))
-        cols[1].metric("samples/s", f"{p['throughput_samples_per_s']:,.1f}")
-    else:
-        cols[0].metric("step time", fmt_s(p["step_time_s"]))
-        cols[1].metric("tokens/s", f"{p['tokens_per_s']:,.0f}")
-        cols[2].metric("MFU", f"{p['mfu']:.1%}")
-    cols[3].metric("tier", p["tier"], f"band ±{p['band_fraction']:.0%}", delta_color="off")
-    memory = pd.DataFrame([{"part": k.removesuffix("_bytes"), "GB": v / 1e9} for k, v in p["memory"].items()
-                           if k.endswith("_bytes") and k not in ("total_bytes", "capacity_bytes", "shortfall_bytes")])
-    st.caption(f"Memory per device: {p['memory']['total_bytes'] / 1e9:.1f} GB of "
-               f"{p['memory']['capacity_bytes'] / 1e9:.1f} GB usable ({'fits' if p['fits'] else 'does not fit'})")
-    st.altair_chart(alt.Chart(memory).mark_bar().encode(x="GB:Q", y=alt.Y("part:N", sort="-x")),
-                    width="stretch")
-    ops = detail["ops"]
-    ops = ops[(ops["flop"] > 0) & (ops["bytes"] > 0) & (ops["time_s"] > 0)].assign(
-        intensity=lambda d: d["flop"] / d["bytes"], flop_per_s=lambda d: d["flop"] / d["time_s"])
-    st.caption("Roofline: every op of the model as a point (log-log)")
-    st.altair_chart(alt.Chart(ops).mark_circle(size=60).encode(
-        x=alt.X("intensity:Q", scale=alt.Scale(type="log"), title="FLOP per byte"),
-        y=alt.Y("flop_per_s:Q", scale=alt.Scale(type="log"), title="FLOP/s"), color="bound:N",
-        tooltip=["op", "graph", "category", "count", "bound"]), width="stretch")
-    st.dataframe(detail["ops"].sort_values("time_s", ascending=False), hide_index=True)
+    if not args["devices"]:
+        with right:
+            st.info("Pick at least one device.")
+        return
+    model = shown(model_of, args["model_key"], args["config_text"])
+    if model is None:
+        return
+    thr_unit, cost_unit = _unit_names(args["mode"], model.family)
+    work_json = json.dumps(args["work"], sort_keys=True)
+    layout_json = json.dumps(args["layout"], sort_keys=True) if args["layout"] else None
+    results = {}
+    with right:
+        for device in args["devices"]:
+            results[device] = shown(device_result, hardware_key(), args["model_key"], args["config_text"], device,
+                                    args["mode"], work_json, layout_json)
+        rows = [_row(d, results[d]) for d in args["devices"]]
+        _table(rows, thr_unit, cost_unit)
+        st.caption("Greyed rows do not fit in memory: their note gives the shortfall and the smallest deployment "
+                   "that fits. Ranges are each tier's band (held-out error against measurements).")
+        _chart(rows, thr_unit, cost_unit)
+    _detail(args, results)
+

@@ -364,7 +364,10 @@ def compare(model: str | Model, devices: list[str] | None = None, mode: str = "i
     return frame.reset_index(drop=True)
 
 
-def _tp_candidates(ctx: Context, model: Model, device) -> list[int]:
+def tp_candidates(ctx: Context, model: Model, device) -> list[int]:
+    """Tensor-parallel sizes of `model` on `device`: powers of two up to 16 within one node (the scale-up
+    domain) that divide the query heads and divide, or are divided by, the KV heads; [1] for a model
+    that is not a decoder."""
     if model.family != "decoder":
         return [1]
     limit = max(1, ctx.node_size(device))
@@ -381,7 +384,7 @@ def _best_row(ctx, model, device, mode, batch, input_len, output_len, seq_len, i
     base = {"device": device.id, "vendor": device.vendor, "gpus": None, "tp": None, "fits": False, "tier": None}
     last_error = None
     prediction = None
-    for tp in _tp_candidates(ctx, model, device):
+    for tp in tp_candidates(ctx, model, device):
         req = Request(model.name, device.id, mode, gpus=tp, tp=tp, batch=batch, input_len=input_len,
                       output_len=output_len, seq_len=seq_len, image_size=image_size, dtype=dtype, pricing=pricing,
                       **training)

@@ -21,3 +21,18 @@ def app():
 def metrics(at) -> dict[str, str]:
     """Metric label -> shown value."""
     return {m.label: m.value for m in at.metric}
+
+
+def chart_specs(at) -> list[str]:
+    """The Vega-Lite JSON of every chart on the page (AppTest has no chart element class of its own)."""
+    return [el.proto.spec for el in at.get("vega_lite_chart")]
+
+
+def table(at, with_column: str):
+    """The first shown table (pandas, unstyled) holding a column named `with_column`."""
+    for el in at.dataframe:
+        value = el.value
+        frame = getattr(value, "data", value)  # a Styler shows its frame
+        if with_column in frame.columns:
+            return frame
+    raise AssertionError(f"no table with a column {with_column!r}")

@@ -1,0 +1,43 @@
+"""The app's Your hardware page (planner/app/hardware.py) through streamlit.testing."""
+
+from tests.app.conftest import table
+
+
+def _add_h100_variant(app):
+    app.sidebar.radio(key="page").set_value("Your hardware").run()
+    app.selectbox(key="hw_start").set_value("h100-sxm").run()
+    app.button[0].click().run()  # the form's Add device
+
+
+def test_a_variant_of_a_catalog_device_is_predicted_and_priced_everywhere(app):
+    _add_h100_variant(app)
+    assert not app.exception and not app.error
+    assert any("Added h100-sxm-custom" in s.value for s in app.success)
+    app.sidebar.radio(key="page").set_value("Workload").run()
+    assert not app.exception and not app.error
+    frame = table(app, "device").set_index("device")
+    # the same figures as the H100 it copies: its profile transfers (same vendor and generation)
+    assert frame.loc["h100-sxm-custom", "latency (ms)"] == frame.loc["h100-sxm", "latency (ms)"]
+    assert frame.loc["h100-sxm-custom", "tier"] == "transferred"
+    assert frame.loc["h100-sxm-custom", "$/h"] == 2.5  # one device at the $2.50 per device-hour entered
+
+
+def test_a_bad_figure_is_one_line_and_adds_nothing(app):
+    app.sidebar.radio(key="page").set_value("Your hardware").run()
+    app.text_input(key=None) if False else None
+    field = next(t for t in app.text_input if t.label == "Memory bandwidth (GB/s)")
+    field.set_value("fast")
+    app.button[0].click().run()
+    assert not app.exception
+    [box] = [e.value for e in app.error]
+    assert "your device 'my-gpu': column 'mem_bw_gb_per_s': bad value 'fast'" in box
+    assert any("No device of your own yet" in i.value for i in app.info)
+
+
+def test_added_rows_export_as_catalog_csv_and_can_be_removed(app):
+    _add_h100_variant(app)
+    buttons = [b.label for b in app.get("download_button")] if app.get("download_button") else []
+    assert not buttons or "devices.csv rows" in buttons[0]
+    app.selectbox(key="hw_remove").set_value("h100-sxm-custom").run()
+    app.button(key="hw_remove_button").click().run()
+    assert not app.exception and any("No device of your own yet" in i.value for i in app.info)
