@@ -23,6 +23,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from planner.plan.check import check
     from planner.plan.scenario import load
     from planner.plan.solve import format_objective, solve
+    from planner.plan.tco import explain_breakeven
     from planner.units import json_safe
 
     scenario = load(args.scenario)
@@ -56,13 +57,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for s in plan.sensitivity:
         if s.get("feasible"):
             print(f"prices x{s['price_factor']:.1f}     ${s['cost_usd']:,.0f}; mix {'changes' if s['plan_changed'] else 'unchanged'}")
-    for b in plan.breakeven:
-        months = f"{b['breakeven_months']:.1f} months" if b["breakeven_months"] else "never"
+    for b in plan.breakeven:  # a None break-even is said as what it means (planner.plan.tco.explain_breakeven)
+        why = explain_breakeven(b["breakeven_months"], b["breakeven_utilization"], b.get("lifetime_months"),
+                                b.get("onprem_usd_per_month_full_use"), b.get("cloud_usd_per_month_full_use"))
         print(f"break-even     {b['device']}: over the horizon, owning one server costs "
               f"${b['onprem_over_horizon_usd']:,.0f} (capex ${b['capex_usd']:,.0f} + ${b['onprem_opex_usd_per_month']:,.0f}"
               f"/month) vs renting its devices ${b['cloud_over_horizon_usd']:,.0f} ({b['cloud_instance']}, price of "
-              f"{dated(b['cloud_price_date'])}); buying "
-              f"pays off after {months}; renting is cheaper below {b['breakeven_utilization']:.0%} utilization")
+              f"{dated(b['cloud_price_date'])}); {why}")
     for note in plan.notes:
         print(f"note           {note}")
     print("check          " + ("passed: every assignment re-predicted (or re-simulated) meets demand, SLOs, budget and power"

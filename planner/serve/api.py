@@ -109,6 +109,8 @@ class ServeResult:
     usd_per_h: float | None
     usd_per_million_output_tokens: float | None
     notes: tuple[str, ...]
+    price_date: str | None = None
+    """Date of the price behind usd_per_h (YYYY-MM[-DD], the catalog row's); None when unpriced."""
 
     def as_dict(self) -> dict:
         """Flat JSON-ready dict: the latencies as ttft_s (mean), ttft_p50_s, ... with SI units."""
@@ -129,7 +131,7 @@ class ServeResult:
                    kv_mean_fraction=m.kv_mean_fraction, kv_peak_fraction=m.kv_peak_fraction,
                    average_power_w_per_gpu=self.average_power_w_per_gpu, j_per_output_token=self.j_per_output_token,
                    usd_per_h=self.usd_per_h, usd_per_million_output_tokens=self.usd_per_million_output_tokens,
-                   timeline=[list(p) for p in m.timeline], notes=list(self.notes))
+                   price_date=self.price_date, timeline=[list(p) for p in m.timeline], notes=list(self.notes))
         return out
 
 
@@ -273,14 +275,14 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     metrics = summarize(runs, slo.ttft_s, slo.tpot_s)
     copies = prefill_copies + decode_copies
     gpus = copies * par.tp * par.pp
-    power = per_token = usd_h = usd_m = None
+    power = per_token = usd_h = usd_m = price_date = None
     if metrics.duration_s > 0 and device.tdp_w:
         power = metrics.energy_j / (gpus * metrics.duration_s)
         per_token = metrics.energy_j / max(1, metrics.output_tokens)
     basis = price(steps.target, gpus, CostOptions(req.instance, req.site, req.pricing, req.utilization),
                   power or 0.0, par.tp)
     if basis is not None:
-        usd_h = basis.usd_per_h
+        usd_h, price_date = basis.usd_per_h, basis.price_date
         if metrics.output_tokens:
             usd_m = usd_h * metrics.duration_s / 3600 / metrics.output_tokens * 1e6
         notes.append(f"priced on {basis.what}")
@@ -289,7 +291,7 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     eff = steps.target.efficiency
     return ServeResult(model.name, device.id, engine, gpus, par.tp, copies, describe(policy), kv_blocks,
                        policy.block_tokens, what, metrics, eff.tier, eff.band_fraction, power, per_token, usd_h,
-                       usd_m, tuple(notes))
+                       usd_m, tuple(notes), price_date)
 
 
 def _disaggregated(steps: StepModel, policy: Policy, kv_blocks: int, arrivals: loads.Arrivals, x: int, y: int,

@@ -25,6 +25,8 @@ from planner.serve.sim import Run
 
 TIMELINE_POINTS = 200
 """Points kept of the KV-use and preemption timeline."""
+CDF_POINTS = 201
+"""Quantiles kept of each request's TTFT and TPOT: 0%, 0.5%, ..., 100% (the CDF, at most 201 numbers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,11 @@ class ServeMetrics:
     steady_requests_per_s: float = 0.0
     """Completions per second between the 10th and the 60th percentile completion: the rate while the
     run is in its steady middle (a closed loop's drain at the end left out)."""
+    ttft_quantiles_s: tuple[float, ...] = ()
+    """The CDF of the requests' TTFT, s: its value at the quantiles 0, 1/200, ..., 1 (CDF_POINTS of them,
+    computed as p50/p90/p99 are, so entry 100 is p50 and entry 180 is p90); () when no request has one."""
+    tpot_quantiles_s: tuple[float, ...] = ()
+    """The CDF of the requests' TPOT, s, at the same quantiles."""
 
 
 def summarize(runs: list[Run], slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> ServeMetrics:
@@ -133,7 +140,15 @@ def summarize(runs: list[Run], slo_ttft_s: float | None = None, slo_tpot_s: floa
         preemptions=int(sum(int(r.preemptions.sum()) for r in runs)), mean_concurrency=concurrency,
         little_error=error, kv_mean_fraction=kv_mean, kv_peak_fraction=kv_peak, timeline=timeline,
         energy_j=sum(r.energy_j for r in runs), output_tokens=int(out[ok].sum()),
-        steady_requests_per_s=_steady(np.sort(finish[ok])))
+        steady_requests_per_s=_steady(np.sort(finish[ok])), ttft_quantiles_s=_cdf(ttft), tpot_quantiles_s=_cdf(tpot))
+
+
+def _cdf(values: np.ndarray) -> tuple[float, ...]:
+    """`values` at the CDF_POINTS quantiles 0, 1/200, ..., 1 (np.percentile's linear rule, as Percentiles);
+    () for no values. Kept instead of the values themselves: a run of 200,000 requests stays small."""
+    if values.size == 0:
+        return ()
+    return tuple(float(v) for v in np.percentile(values, np.linspace(0.0, 100.0, CDF_POINTS)))
 
 
 def _steady(done: np.ndarray) -> float:

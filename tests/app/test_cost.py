@@ -1,12 +1,167 @@
 """The app's Cost page (planner/app/cost.py) through streamlit.testing."""
 
+import re
+
+import pytest
+
+from planner.hardware.catalog import load_catalog
 from tests.app.conftest import metrics
+
+P5 = "aws:p5.48xlarge:us-east-1"  # 8 x h100-sxm
+OLD_H200 = "runpod:8x H200 SXM (secure):secure-cloud"  # dated 2024-01
+NEW_H200 = "aws:p5en.48xlarge:us-east-1"  # dated 2026-10-10
+
+
+def _cost(app, **picks):
+    app.sidebar.radio(key="page").set_value("Cost").run()
+    for key, value in picks.items():
+        app.selectbox(key=key).set_value(value).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def _text(elements) -> str:
+    return " ".join(e.value for e in elements)
+
+
+def _no_error(app):
+    assert not app.exception, app.exception
+    assert not app.error, _text(app.error)
 
 
 def test_cost_page_break_even_moves_with_utilization(app):
-    app.sidebar.radio(key="page").set_value("Cost").run()
+    _cost(app, cost_device="h100-sxm")
     before = metrics(app)["Break-even"]
-    app.slider(key="cost_utilization").set_value(0.3).run()
+    app.slider(key="cost_utilization").set_value(30).run()
     after = metrics(app)["Break-even"]
     assert not app.exception and before != after
-    assert "price of" in " ".join(c.value for c in app.caption)
+    assert "price of" in _text(app.caption)
+
+
+def test_an_override_is_said_and_the_catalog_date_is_not_shown_for_it(app):
+    _cost(app, cost_device="h100-sxm", cost_instance=P5)
+    date = load_catalog().instance(P5).price_dates["on_demand"]
+    assert f"price of {date}" in _text(app.caption)
+    app.number_input(key="cost_price").set_value(40.0).run()
+    _no_error(app)
+    captions = _text(app.caption)
+    assert "Cloud price: your override, $40.00 per device-hour" in captions
+    assert date not in captions
+    app.number_input(key="cost_capex").set_value(250_000.0).run()
+    captions = _text(app.caption)
+    assert "server capex: your override, $250,000" in captions
+    assert load_catalog().server("dgx-h100").date not in captions
+
+
+def test_a_low_override_gives_an_explained_break_even_never_above_100_percent(app):
+    _cost(app, cost_device="h100-sxm", cost_server="dgx-h100", cost_site="us-virginia-colo")
+    for price in (0.3, 1.0, 1.5, 2.0, 4.0):
+        app.number_input(key="cost_price").set_value(price).run()
+        _no_error(app)
+        shown = metrics(app)["Break-even utilization"]
+        percent = re.fullmatch(r"(\d+)%", shown)
+        assert percent is None or int(percent.group(1)) <= 100, shown
+    app.number_input(key="cost_price").set_value(0.5).run()
+    assert metrics(app)["Break-even utilization"] == "none: renting is cheaper"
+    assert metrics(app)["Break-even"] == "never"
+    info = _text(app.info)
+    assert "renting is cheaper at any utilization: owning costs $" in info and "/month at full use" in info
+    assert "never pays off within the server's 3-year life" in info
+
+
+def test_per_device_and_per_instance_overrides_of_one_price_agree(app):
+    # $80 per instance-hour of p5.48xlarge (8 devices) = $10 per device-hour; x 8 devices of dgx-h100 = $80/h
+    _cost(app, cost_device="h100-sxm", cost_server="dgx-h100", cost_instance=P5)
+    label = "Cloud $/h for the server's 8 devices"
+    app.radio(key="cost_price_per").set_value("instance").run()
+    app.number_input(key="cost_price").set_value(80.0).run()
+    per_instance = metrics(app)[label]
+    app.radio(key="cost_price_per").set_value("device").run()
+    app.number_input(key="cost_price").set_value(10.0).run()
+    _no_error(app)
+    assert per_instance == metrics(app)[label] == "$80.00"
+    assert "your override, $10.00 per device-hour" in _text(app.caption)
+    app.radio(key="cost_price_per").set_value("instance").run()
+    assert f"your override, $10.00 per instance-hour of {P5} (no catalog price or date applies)" in _text(app.caption)
+
+
+def test_a_stale_price_warns(app, monkeypatch):
+    monkeypatch.setenv("PLANNER_TODAY", "2026-11-23")  # hgx-h200's capex of 2026-10 is fresh then
+    _cost(app, cost_device="h200-sxm", cost_server="hgx-h200", cost_instance=OLD_H200)
+    assert "cloud price of runpod:8x H200 SXM" in _text(app.warning) and "2024-01" in _text(app.warning)
+    app.selectbox(key="cost_instance").set_value(NEW_H200).run()
+    assert not app.warning
+    # dgx-h100's capex of 2023-05 is stale; a capex override is not
+    _cost(app, cost_device="h100-sxm", cost_server="dgx-h100", cost_instance=P5)
+    assert "capex of dgx-h100 is dated 2023-05" in _text(app.warning)
+    app.number_input(key="cost_capex").set_value(300_000.0).run()
+    assert not app.warning
+
+
+def test_a_device_without_a_cloud_instance_asks_for_a_price(app):
+    _cost(app, cost_device="gb200")
+    _no_error(app)
+    assert "enter a price per device-hour" in _text(app.info) and not app.metric
+    app.number_input(key="cost_price").set_value(6.0).run()
+    _no_error(app)
+    # $6 per device-hour x 72 devices of the NVL72 rack
+    assert metrics(app)["Cloud $/h for the server's 72 devices"] == "$432.00"
+    assert "your override" in _text(app.caption)
+
+
+def test_every_device_and_every_control_at_its_extremes(app):
+    _cost(app)
+    for device in app.selectbox(key="cost_device").options:
+        app.selectbox(key="cost_device").set_value(device).run()
+        for server in app.selectbox(key="cost_server").options:
+            app.selectbox(key="cost_server").set_value(server).run()
+            _no_error(app)
+    app.selectbox(key="cost_device").set_value("h100-sxm").run()
+    for site in app.selectbox(key="cost_site").options:
+        app.selectbox(key="cost_site").set_value(site).run()
+        _no_error(app)
+    for key in ("cost_months", "cost_utilization", "cost_discount"):
+        for end in (app.slider(key=key).min, app.slider(key=key).max):
+            app.slider(key=key).set_value(end).run()
+            _no_error(app)
+    for per in ("device", "instance"):
+        app.radio(key="cost_price_per").set_value(per).run()
+        for key in ("cost_price", "cost_capex"):
+            for value in (0.01, app.number_input(key=key).max, 0.0):
+                app.number_input(key=key).set_value(value).run()
+                _no_error(app)
+                assert not re.search(r"\d{3,}%", " ".join(m.value for m in app.metric))
+
+
+@pytest.mark.parametrize("price", [2.0, 0.0])
+def test_a_device_of_your_own_with_a_server(app, price):
+    from planner.app.hardware import STATE, _device_row, _instance_row, _server_row
+    from planner.hardware.custom import shipped_row
+    row = shipped_row("device", "h100-sxm") | {"id": "my-h100", "name": "My H100", "aliases": ""}
+    app.session_state[STATE] = {"device": [_device_row(row)],
+                                "instance": [_instance_row("my-h100", price)] if price else [],
+                                "server": [_server_row("my-h100", 4, 150_000.0, 4_000.0)]}
+    _cost(app, cost_device="my-h100")
+    _no_error(app)
+    if not price:  # no instance: a price per device-hour is asked for
+        assert "enter a price per device-hour" in _text(app.info)
+        app.number_input(key="cost_price").set_value(2.0).run()
+        _no_error(app)
+    # $2 per device-hour x 4 devices in its server
+    assert metrics(app)["Cloud $/h for the server's 4 devices"] == "$8.00"
+    assert "my-h100-server" in _text(app.caption)
+
+
+def test_every_control_has_help_and_a_unit_and_the_chart_marks_the_break_even(app):
+    from tests.app.conftest import chart_specs
+    _cost(app, cost_device="h100-sxm", cost_instance=P5)
+    controls = [*app.selectbox, *app.slider, *app.number_input, *app.radio]
+    assert all(w.help for w in controls if w.key != "page"), [w.label for w in controls if not w.help]
+    quantities = [w.label for w in (*app.slider, *app.number_input)]
+    assert all(re.search(r"\((\$|%|months)", label) for label in quantities), quantities  # the unit first
+    [spec] = chart_specs(app)
+    assert "Month from purchase" in spec and "Cumulative cost (USD)" in spec and '"type": "rule"' in spec
+    # the rule's label, in the chart's data: the month the Break-even metric shows
+    [chart] = app.get("vega_lite_chart")
+    label = f"break-even: {metrics(app)['Break-even'].removeprefix('after ')}".encode()
+    assert any(label in d.data.data for d in chart.proto.datasets)
