@@ -21,16 +21,12 @@ X_RATE, X_THROUGHPUT = "offered rate (requests/s)", "throughput (output tokens/s
 DEFAULTS = {"serve_model": "llama-3.1-8b", "serve_device": "h100-sxm", "serve_gpus": 1, "serve_tp": 1,
             "serve_engine": NO_ENGINE, "serve_dtype": "bf16", "serve_recipe": NO_RECIPE, "serve_input_len": 1024,
             "serve_output_len": 256, "serve_slo_ttft_ms": 2000.0, "serve_slo_tpot_ms": 100.0, "serve_slo_stat": "p90",
-            "serve_rate_rps": 5.0, "serve_requests": 2000, "serve_points": 8, "serve_pricing": "on_demand",
+            "serve_rate_rps": 5.0, "serve_requests": 1000, "serve_points": 8, "serve_pricing": "on_demand",
             "serve_x": X_RATE}
 """Every input's first value, set in session_state before the widgets are drawn (never as a widget
-default), so that the Start page's preset may set any of them without a conflict. 2,000 requests, not
-the library's 1,000 (planner.serve.api.DEFAULT_REQUESTS): the saturation run sends min(sequences the
-copies run at once, requests) clients, and a deployment that runs 1,024 sequences at once (the preset,
-llama-3.1-70b on 8 H100s) would get every request in its first wave and never reach a steady state."""
-SATURATION_CHECK = 0.8
-"""Below this share of the saturation rate, the most any open-loop run delivered flags the saturation
-run as one that never reached a steady state (see _curve_warning)."""
+default), so that the Start page's preset may set any of them without a conflict. 1,000 requests as the
+library's default (planner.serve.api.DEFAULT_REQUESTS); the saturation run lengthens itself to a steady
+state (planner.serve.sweep.STEADY_WAVES)."""
 
 
 # ------------------------------------------------------------------ cached calls into the library
@@ -358,7 +354,6 @@ def _results(inp: dict) -> None:
                  if value is not None]
         if parts:  # a device of the user's without a price or a TDP has neither
             st.caption(f"At the highest rate within SLOs: {' and '.join(parts)} per 1M output tokens.")
-    _curve_warning(swept, inp["requests"])
     _curve_section(inp, swept, chosen)
     if chosen is not None:
         _chosen_section(inp, chosen, at_max, max_rate, swept["saturation_rps"])
@@ -373,17 +368,6 @@ def _results(inp: dict) -> None:
         for note in r["notes"]:
             st.write(f"- {note}")
 
-
-def _curve_warning(swept: dict, requests: int) -> None:
-    """Warn when no open-loop run of the curve delivered near the saturation rate: the closed-loop
-    saturation run (planner.serve.sweep.saturation) then had nearly every request in flight in its first
-    wave and measured that wave, not a steady state, so the curve's rates overshoot."""
-    delivered, top = max(r["requests_per_s"] for r in swept["curve"]), swept["saturation_rps"]
-    if delivered < SATURATION_CHECK * top:
-        st.warning(f"The saturation run measured {top:,.2f} requests/s, but no open-loop run on the curve delivered "
-                   f"more than {delivered:,.2f}: the deployment holds nearly all {requests:,} simulated requests at "
-                   "once, so the saturation run never reached a steady state and the curve (5% to 110% of it) "
-                   "overshoots. Raise Simulated requests.")
 
 
 def _curve_section(inp: dict, swept: dict, chosen: dict | None) -> None:

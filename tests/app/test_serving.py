@@ -71,7 +71,7 @@ def test_the_highest_rate_shown_is_the_librarys(serving):
     from planner.serve.api import Load, Scheduling, Slo
     from planner.serve.sweep import max_rate
     req = Request("llama-3.1-8b", "h100-sxm", gpus=1, tp=1, input_len=1024, output_len=256)
-    capacity = max_rate(req, Load(requests=2000), Scheduling(), Slo(2.0, 0.1, "p90"))  # the page's 2,000 requests
+    capacity = max_rate(req, Load(requests=1000), Scheduling(), Slo(2.0, 0.1, "p90"))  # the page's 1,000 requests
     assert capacity.rate_rps > 0
     shown = metrics(serving)
     assert float(shown[MAX_RATE]) == pytest.approx(capacity.rate_rps, abs=0.005)
@@ -132,7 +132,3 @@ def test_the_start_page_preset_opens_serving_with_its_inputs():
     assert at.selectbox(key="serve_model").value == "llama-3.1-70b"
     assert at.number_input(key="serve_gpus").value == 8 and at.number_input(key="serve_tp").value == 8
     assert float(metrics(at)[MAX_RATE]) > 0 and not at.warning
-    # 1,000 requests all fit in the first wave of 1,024 sequences: the saturation run has no steady state,
-    # and the page says so rather than showing a curve that overshoots without a word
-    at.number_input(key="serve_requests").set_value(1000).run()
-    assert not at.exception and any("never reached a steady state" in w.value for w in at.warning)
