@@ -106,6 +106,48 @@ def _solve(p: Problem, **kw):
     return m
 
 
+SAME_VALUE = 1e-6
+"""Two solves' costs (or energies) closer than this share of either are the same value, apart in the
+last digits of the solver's sums and its tolerances (HiGHS: 1e-7 per row, 1e-6 on integrality)."""
+
+
+def tie_break(weights: dict[str, float]) -> str:
+    """The term that breaks ties among plans equally good in the objective: energy for a pure-cost
+    objective (of two equally cheap plans, the one drawing less), cost for any other (of two plans
+    drawing the same energy or carbon, the cheaper)."""
+    return "energy" if {k for k, v in weights.items() if v} == {"cost"} else "cost"
+
+
+def _solve_lex(p: Problem, second: str, **kw):
+    """Minimize the objective of build_model(p, **kw), then `second` (a term: cost, energy, carbon) among
+    its optima: the objective is held at its optimum by a constraint (objective <= its optimum, within
+    the solver's feasibility tolerance). The plan solved is then not dominated in (objective,
+    second): no other feasible plan is as good in both and better in one. The second solution is
+    kept only when it lowers `second` by more than SAME_VALUE (a real tie broken); otherwise the
+    first is, to the last digit (the same plan re-solved differs only in the solver's noise). None
+    when infeasible."""
+    m = _solve(p, **kw)
+    if m is None:
+        return None
+    first = [(v, v.value) for v in m.component_data_objects(pyo.Var)]
+    before = pyo.value(m._terms[second])
+    m.objective_held = pyo.Constraint(expr=m.objective.expr <= pyo.value(m.objective))
+    m.objective.deactivate()
+    m.tie_break = pyo.Objective(expr=m._terms[second], sense=pyo.minimize)
+    try:
+        # the first solution is feasible here, so this fails only on the solver's numerics
+        solved = solve_model(m)
+    except PlannerError:
+        solved = False
+    if not solved or pyo.value(m._terms[second]) >= before - SAME_VALUE * max(1.0, abs(before)):
+        for v, value in first:
+            v.set_value(value, skip_validation=True)
+    m.tie_break.deactivate()
+    m.objective.activate()
+    m.del_component(m.objective_held)
+    return m
+
+
 def solve(scenario: Scenario, ctx: Context | None = None, extras: bool = True) -> Plan:
     """Solve `scenario` (raise InfeasibleError naming the binding constraints); with `extras`, add the
     best single-type comparison, the Pareto front, price sensitivity and the break-even table."""
@@ -120,7 +162,7 @@ def solve(scenario: Scenario, ctx: Context | None = None, extras: bool = True) -
                 if alone is None:
                     raise explain_infeasible(p)
                 scales[term] = max(pyo.value(alone._terms[term]), 1e-9)
-    m = _solve(p, weights=weights, scales=scales)
+    m = _solve_lex(p, tie_break(weights), weights=weights, scales=scales)
     if m is None:
         raise explain_infeasible(p)
     rows, assignments, training, terms = _extract(m, p)
@@ -139,7 +181,10 @@ def solve(scenario: Scenario, ctx: Context | None = None, extras: bool = True) -
         return plan
     mixed = {k: pyo.value(v) for k, v in m._terms.items()}
     best = best_single(p, scenario.objective, weights, scales, mixed)
-    return Plan(**{**plan.__dict__, "best_single": best, "pareto": pareto(p),
+    positive = {k for k, v in weights.items() if v}
+    own = {0.0: (terms["cost"], terms["energy"])} if positive == {"cost"} else \
+        {1.0: (terms["cost"], terms["energy"])} if positive == {"energy"} else {}
+    return Plan(**{**plan.__dict__, "best_single": best, "pareto": pareto(p, own=own),
                    "sensitivity": sensitivity(p, terms["cost"], rows), "breakeven": breakeven(p, ctx)})
 
 
@@ -198,30 +243,59 @@ def best_single(p: Problem, objective: str, weights: dict[str, float], scales: d
             "saving": saving, "saving_fraction": saving / best["value"] if best["value"] else 0.0}
 
 
-def pareto(p: Problem, steps: int = 5) -> tuple[dict, ...]:
-    """Cost and energy of the plans minimizing (1−w)·cost/cost* + w·energy/energy* for w from 0 to 1."""
-    ref = {}
-    for term in ("cost", "energy"):
-        m = _solve(p, weights={term: 1.0})
-        if m is None:
-            return ()
-        ref[term] = max(pyo.value(m._terms[term]), 1e-9)
-    points = []
-    for i in range(steps):
-        w = i / (steps - 1)
-        m = _solve(p, weights={"cost": 1 - w, "energy": w}, scales=ref)
-        if m is not None:
-            points.append({"energy_weight": w, "cost_usd": pyo.value(m._terms["cost"]),
-                           "energy_kwh": pyo.value(m._terms["energy"])})
-    return tuple(points)
+def pareto(p: Problem, steps: int = 5, own: dict[float, tuple[float, float]] | None = None) -> tuple[dict, ...]:
+    """The cost-versus-energy Pareto front: the plans minimizing (1−w)·cost/cost* + w·energy/energy*
+    for `steps` weights w from 0 to 1 (each term normalized by its own optimum), as points
+    {energy_weight, cost_usd, energy_kwh}, with every dominated point left out.
+
+    The ends are solved lexicographically: w=0 is the least energy among the cheapest plans, w=1
+    the least cost among the least-energy plans; a pure-cost (or pure-energy) solve alone breaks
+    ties among equally cheap plans arbitrarily and can return a dominated point. Between them,
+    positive weights give non-dominated points. `own` maps a weight to the (cost, energy) of a plan
+    already solved that way: solve() passes its own plan (w=0 for a pure-cost objective, w=1 for a
+    pure-energy one, both solved with the same tie-break), so the front holds the plan's own totals
+    exactly. Values closer than SAME_VALUE (relative) are one value apart in the last digits of the
+    solver's sums, and are shown as the first one found (the plan's own first); then any point with
+    cost and energy both >= another's, one of them strictly, is dropped. Equal points at several
+    weights are all kept."""
+    own = own or {}
+    weights = [i / (steps - 1) for i in range(steps)]
+    found: dict[float, tuple[float, float]] = dict(own)
+    for w, first, second in ((0.0, "cost", "energy"), (1.0, "energy", "cost")):
+        if w not in found:
+            m = _solve_lex(p, second, weights={first: 1.0})
+            if m is None:
+                return ()
+            found[w] = (pyo.value(m._terms["cost"]), pyo.value(m._terms["energy"]))
+    ref = {"cost": max(found[0.0][0], 1e-9), "energy": max(found[1.0][1], 1e-9)}
+    for w in weights:
+        if w not in found:
+            m = _solve(p, weights={"cost": 1 - w, "energy": w}, scales=ref)
+            if m is not None:
+                found[w] = (pyo.value(m._terms["cost"]), pyo.value(m._terms["energy"]))
+    order = sorted(found, key=lambda w: (w not in own, w))  # the plan's own values first
+    costs = dict(zip(order, _snapped([found[w][0] for w in order])))
+    energies = dict(zip(order, _snapped([found[w][1] for w in order])))
+    points = [(w, costs[w], energies[w]) for w in sorted(found)]
+    return tuple({"energy_weight": w, "cost_usd": c, "energy_kwh": e} for w, c, e in points
+                 if not any(c2 <= c and e2 <= e and (c2 < c or e2 < e) for _, c2, e2 in points))
+
+
+def _snapped(values: list[float]) -> list[float]:
+    """Each value, or the first earlier one within SAME_VALUE (relative) of it."""
+    out: list[float] = []
+    for v in values:
+        out.append(next((u for u in out if abs(u - v) <= SAME_VALUE * max(1.0, abs(u), abs(v))), v))
+    return out
 
 
 def sensitivity(p: Problem, base_cost: float, base_rows) -> tuple[dict, ...]:
-    """The plan re-solved with every price 20% lower and 20% higher: its cost and whether the mix changes."""
+    """The plan re-solved for cost with every price 20% lower and 20% higher (ties broken by energy, as
+    solve() breaks a cost plan's): its cost and whether the mix changes."""
     base = {r.candidate: r.units for r in base_rows}
     out = []
     for factor in (0.8, 1.2):
-        m = _solve(p, weights={"cost": 1.0}, price_factor=factor)
+        m = _solve_lex(p, "energy", weights={"cost": 1.0}, price_factor=factor)
         if m is None:
             out.append({"price_factor": factor, "feasible": False})
             continue
@@ -234,7 +308,9 @@ def sensitivity(p: Problem, base_cost: float, base_rows) -> tuple[dict, ...]:
 def breakeven(p: Problem, ctx: Context) -> tuple[dict, ...]:
     """For each device both rentable (on demand) and buyable here: planner.plan.tco's comparison of one
     server's worth of devices over the horizon at the scenario's utilization (the same numbers as
-    the app's Cost page)."""
+    the app's Cost page). `breakeven_months` is None when buying never pays off within the server's
+    life, `breakeven_utilization` None when renting is cheaper at any utilization; `breakeven_why`
+    says both in words (planner.plan.tco.explain_breakeven)."""
     from planner.plan.tco import compare_tco
 
     out = []
@@ -254,7 +330,10 @@ def breakeven(p: Problem, ctx: Context) -> tuple[dict, ...]:
                     "onprem_opex_usd_per_month": t.onprem_opex_usd_per_month, "capex_usd": t.capex_usd,
                     "cloud_over_horizon_usd": float(last["cloud_usd"]),
                     "onprem_over_horizon_usd": float(last["onprem_usd"]),
-                    "breakeven_months": t.breakeven_month, "breakeven_utilization": t.breakeven_utilization})
+                    "breakeven_months": t.breakeven_month, "breakeven_utilization": t.breakeven_utilization,
+                    "lifetime_months": t.lifetime_months,
+                    "onprem_usd_per_month_full_use": t.onprem_usd_per_month_full_use,
+                    "cloud_usd_per_month_full_use": t.cloud_usd_per_month_full_use, "breakeven_why": t.breakeven_why})
     return tuple(out)
 
 

@@ -104,13 +104,14 @@ def test_a_bare_module_name_is_an_unknown_model_not_an_import(planted, capsys, t
 
 
 def _app_upload(data: bytes) -> AppTest:
-    """The Plan page with `data` uploaded through the "scenario_upload" file uploader, then Solve pressed."""
+    """The Plan page with `data` uploaded through the "scenario_upload" file uploader: the scenario box checks
+    it at once (planner.plan.scenario.loads), and Solve stays disabled while it is invalid."""
     at = AppTest.from_file(APP, default_timeout=120)
     at.session_state["page"] = "Plan"
     at.session_state["plan_source"] = "Upload YAML"
     at.run()
     at.file_uploader(key="scenario_upload").set_value(("scenario.yaml", data, "application/x-yaml")).run()
-    at.button(key="plan_solve").click().run()
+    assert at.button(key="plan_solve").disabled
     return at
 
 
