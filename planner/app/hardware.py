@@ -135,27 +135,31 @@ def page() -> None:
     with st.form("hw_form"):
         c = st.columns(3)
         values = {
-            "id": c[0].text_input("Id", f"{start}-custom" if base else "my-gpu", help="Lower case letters, digits, "
+            "id": c[0].text_input("Id", f"{start}-custom" if base else "my-gpu", key=f"hw_id_{start}", help="Lower case letters, digits, "
                                   "'.', '+', '_' and '-'; not an id or alias already in the catalog"),
-            "name": c[1].text_input("Name", f"{base['name']} (custom)" if base else "My GPU",
+            "name": c[1].text_input("Name", f"{base['name']} (custom)" if base else "My GPU", key=f"hw_name_{start}",
                                     help="Full name; must not be an existing device's name"),
-            "vendor": c[2].text_input("Vendor", base["vendor"] if base else "NVIDIA", help="NVIDIA, AMD, ..."),
+            "vendor": c[2].text_input("Vendor", base["vendor"] if base else "NVIDIA", key=f"hw_vendor_{start}",
+                                      help="NVIDIA, AMD, ..."),
             "generation": c[0].text_input("Generation", base["generation"] if base else "custom",
+                                          key=f"hw_generation_{start}",
                                           help="A catalog generation (hopper, blackwell, cdna3...) lets planner "
                                                "transfer that generation's measured efficiencies to this device; "
                                                "any other name gives datasheet-tier predictions"),
             "kind": c[1].selectbox("Kind", KINDS, index=KINDS.index(base["kind"]) if base and base["kind"] in KINDS
-                                   else 0, help="gpu, accelerator or tpu"),
+                                   else 0, key=f"hw_kind_{start}", help="gpu, accelerator or tpu"),
         }
         for i, (col, label, default, help_) in enumerate(DEVICE_FIELDS):
-            values[col] = c[(i + 2) % 3].text_input(label, base.get(col, "") if base else default, help=help_)
+            values[col] = c[(i + 2) % 3].text_input(label, base.get(col, "") if base else default,
+                                                    key=f"hw_{col}_{start}", help=help_)
         st.markdown("**Price and ownership** (optional)")
         p = st.columns(4)
-        price = p[0].number_input("Rent ($ per device-hour)", 0.0, 1000.0, 2.5, 0.1, help="On-demand price of one "
+        price = p[0].number_input("Rent ($ per device-hour)", 0.0, 1000.0, 2.5, 0.1, key="hw_price", help="On-demand price of one "
                                   "device for an hour; 0: not rentable. Joins the catalog as a one-device instance")
-        count = p[1].number_input("Devices per server", 1, 64, 8, help="For the on-prem server row")
-        capex = p[2].number_input("Server capex ($)", 0.0, 1e8, 0.0, 1000.0, help="0: not buyable")
-        power = p[3].number_input("Server power (W)", 0.0, 1e6, 0.0, 100.0, help="Maximum system power, W")
+        count = p[1].number_input("Devices per server", 1, 64, 8, key="hw_count", help="For the on-prem server row")
+        capex = p[2].number_input("Server capex ($)", 0.0, 1e8, 0.0, 1000.0, key="hw_capex", help="0: not buyable")
+        power = p[3].number_input("Server power (W)", 0.0, 1e6, 0.0, 100.0, key="hw_power",
+                                  help="Maximum system power, W")
         submitted = st.form_submit_button("Add device", type="primary")
     if submitted:
         server = (int(count), float(capex), float(power)) if capex > 0 and power > 0 else None

@@ -17,6 +17,8 @@ DTYPES = ["bf16", "fp16", "fp8", "int8", "fp4", "fp32"]
 NO_RECIPE = "(none)"
 NO_ENGINE = "(default for the device)"
 STATS = ("p50", "p90", "p99")
+MAX_OUTPUT_TOKENS = 16384
+"""Longest output simulated in the page (each decode step is an event: cost grows with the length)."""
 X_RATE, X_THROUGHPUT = "offered rate (requests/s)", "throughput (output tokens/s)"
 DEFAULTS = {"serve_model": "llama-3.1-8b", "serve_device": "h100-sxm", "serve_gpus": 1, "serve_tp": 1,
             "serve_engine": NO_ENGINE, "serve_dtype": "bf16", "serve_recipe": NO_RECIPE, "serve_input_len": 1024,
@@ -134,8 +136,10 @@ def _inputs() -> dict | None:
     c = st.columns(2)
     input_len = int(c[0].number_input("Input tokens", 1, 131072, key="serve_input_len",
                                       help="Prompt length of every request"))
-    output_len = int(c[1].number_input("Output tokens", 1, 32768, key="serve_output_len",
-                                       help="Tokens generated per request"))
+    output_len = int(c[1].number_input("Output tokens", 1, MAX_OUTPUT_TOKENS, key="serve_output_len",
+                                       help="Tokens generated per request (up to 16k here: every decode step is "
+                                            "simulated, so 16k tokens x 1,000 requests takes about 15 s; "
+                                            "`planner serve` takes longer outputs)"))
     c = st.columns(2)
     ttft_ms = c[0].number_input("SLO: TTFT (ms)", 0.0, 1e6, key="serve_slo_ttft_ms", step=50.0,
                                 help="Time to first token the chosen statistic of the requests must stay within")

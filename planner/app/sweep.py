@@ -37,18 +37,25 @@ def sweep_rows(digest: str, _data: bytes) -> pd.DataFrame:
 
 
 def page() -> None:
-    purpose("Sweep: the Pareto front of cost, latency and throughput", "Rows written by `planner sweep GRID.yaml --out FILE` (README, section Sweeps): one per configuration.")
+    purpose("Sweep: the Pareto front of cost, latency and throughput",
+            "Millions of configurations at once: the rows `planner sweep GRID.yaml --out FILE` writes (README, "
+            "section Sweeps), one per configuration, on cost per unit of work over latency.")
     source = st.radio("Sweep", ["Example grid (examples/sweeps/serving.yaml)", "Parquet file on this machine",
-                                "Upload"], horizontal=True, key="sweep_source")
+                                "Upload"], horizontal=True, key="sweep_source",
+                      help="The example grid is swept in this page (about 10 s); a larger sweep runs on the "
+                           "command line, on one machine or a Dask or Ray cluster, and is opened here")
     frame = None
     if source.startswith("Example"):
         frame = shown(example_sweep)
     elif source.startswith("Parquet"):
-        path = st.text_input("Path", "sweep.parquet", key="sweep_path")
+        path = st.text_input("Path", "sweep.parquet", key="sweep_path",
+                             help="A Parquet file written by planner sweep, on the machine that runs this app")
         from planner.sweep.summary import read_sweep
         frame = shown(read_sweep, path) if path else None
     else:
-        file = st.file_uploader("Sweep Parquet", type=["parquet"], key="sweep_upload")
+        file = st.file_uploader("Sweep Parquet", type=["parquet"], key="sweep_upload",
+                                help=f"At most {MAX_SWEEP_UPLOAD_BYTES // 2**20} MiB; read as data (columns "
+                                     "checked, nothing run)")
         if file is not None:
             data = file.getvalue()
             if len(data) > MAX_SWEEP_UPLOAD_BYTES:
@@ -64,12 +71,17 @@ def _sweep_view(frame: pd.DataFrame) -> None:
     from planner.sweep.summary import best_per_device, pareto_front, usable
     units = sorted(frame["unit"].dropna().unique())
     cols = st.columns(4)
-    unit = cols[0].selectbox("Per", units, key="sweep_unit") if units else None
+    unit = cols[0].selectbox("Per", units, key="sweep_unit",
+                             help="The unit of work costs are counted in: output tokens, samples or steps") \
+        if units else None
     models = sorted(frame["in.model"].astype(str).unique())
     devices = sorted(frame["in.device"].astype(str).unique())
-    pick_models = cols[1].multiselect("Models", models, default=models, key="sweep_models")
-    pick_devices = cols[2].multiselect("Devices", devices, default=devices, key="sweep_devices")
-    fits = cols[3].checkbox("Fits in memory only", True, key="sweep_fits")
+    pick_models = cols[1].multiselect("Models", models, default=models, key="sweep_models",
+                                      help="Keep the points of these models")
+    pick_devices = cols[2].multiselect("Devices", devices, default=devices, key="sweep_devices",
+                                       help="Keep the points of these devices")
+    fits = cols[3].checkbox("Fits in memory only", True, key="sweep_fits",
+                            help="Hide configurations whose memory per device is over its capacity")
     rows = frame[frame["in.model"].astype(str).isin(pick_models) & frame["in.device"].astype(str).isin(pick_devices)]
     if unit is not None:
         rows = rows[rows["unit"] == unit]

@@ -79,7 +79,7 @@ def page() -> None:
                           help="A trace measured on an H100 that ships with planner (benchmarks/data/traces/), or "
                                "your own torch.profiler export_chrome_trace file")
         if source == "Bundled H100 trace":
-            name = st.selectbox("Bundled trace", list(BUNDLED_TRACES), format_func=BUNDLED_TRACES.get,
+            name = st.selectbox("Bundled trace", list(BUNDLED_TRACES), format_func=lambda k: BUNDLED_TRACES.get(k, k),
                                 key="trace_bundled",
                                 help="Measured on one H100 SXM with torch.profiler(record_shapes=True) after 3 "
                                      "warm-up iterations; benchmarks/data/traces/README.md has the provenance")
