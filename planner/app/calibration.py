@@ -1,47 +1,109 @@
-"""Calibration page: the profiles predictions come from, and predicted versus measured."""
+"""Calibration page: the profiles predictions come from, how far predictions land from 250 published
+measurements (benchmarks/dev_validation.py), and predicted against measured on this machine
+(`planner validate`)."""
 
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import streamlit as st
 
 from planner.app.common import ROOT, context, purpose
 
+RESULTS = ROOT / "benchmarks" / "results"
+
 
 @st.cache_data(show_spinner=False)
 def validation_results() -> pd.DataFrame:
+    """Every case of benchmarks/results/validate_*.json (`planner validate --json`), with its run."""
     rows = []
-    for file in sorted((ROOT / "benchmarks" / "results").glob("validate_*.json")):
+    for file in sorted(RESULTS.glob("validate_*.json")):
         data = json.loads(file.read_text())
         for case in data["cases"]:
             rows.append({"run": file.stem, **case})
     return pd.DataFrame(rows)
 
 
+@st.cache_data(show_spinner=False)
+def dev_validation() -> dict | None:
+    """benchmarks/results/dev_validation.json: predictions against 250 published measurements."""
+    path = RESULTS / "dev_validation.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _profiles() -> pd.DataFrame:
+    rows = []
+    profiles = context().profiles
+    for device_id in sorted(profiles):
+        files = [(None, profiles[device_id])]
+        libraries = getattr(profiles, "libraries", lambda _: ())(device_id)
+        files += [(library, profiles.library(device_id, library)) for library in libraries
+                  if library != getattr(profiles[device_id], "raw", {}).get("library")]
+        for library, profile in files:
+            if profile is None:
+                continue
+            raw = profile.raw
+            held = raw.get("held_out") or raw.get("leave_one_out") or {}
+            source = raw.get("source") or raw.get("provenance") or {}
+            rows.append({
+                "device": device_id, "profile": library or "default", "tier": raw.get("tier", "measured"),
+                "measured on": str(raw.get("date", ""))[:10],
+                "by": source.get("repository", "planner calibrate") if isinstance(source, dict) else str(source),
+                "measurements": raw.get("measured", len(profile.measurements)),
+                "held-out median error (%)": 100 * held["median_abs_error"] if "median_abs_error" in held else None,
+                "held-out p90 error (%)": 100 * held["p90_abs_error"] if "p90_abs_error" in held else None,
+                "torch": (raw.get("versions") or {}).get("torch", ""),
+                "measuring took (s)": raw.get("duration_s")})
+    return pd.DataFrame(rows)
+
+
+def _summary_table(groups: dict, name: str) -> pd.DataFrame:
+    """A dev_validation summary (group -> n, median |ln|, p90 |ln|, median ln) with its units named."""
+    return pd.DataFrame([{name: key, "rows": v["n"],
+                          "median |ln(predicted / measured)|": v["median_abs_ln_ratio"],
+                          "p90 |ln(predicted / measured)|": v["p90_abs_ln_ratio"],
+                          "median bias ln(predicted / measured)": v["median_ln_ratio"]}
+                         for key, v in groups.items()])
+
 
 def page() -> None:
-    purpose("Calibration and accuracy", "Where each device's efficiencies come from (measured, published or transferred profiles), and how far predictions land from measurements.")
-    ctx = context()
-    if not ctx.profiles:
+    purpose("Calibration and accuracy", "Where each device's efficiencies come from (measured, published or "
+            "transferred profiles), and how far predictions land from measurements.")
+    st.subheader("Calibration profiles")
+    st.caption("measured: `planner calibrate` on that device; published: converted from published kernel "
+               "measurements (their repository, commit and license in the profile). A device without one takes a "
+               "profiled neighbour of its generation (transferred) or its datasheet.")
+    profiles = _profiles()
+    if profiles.empty:
         st.info("No calibration profile yet: run `planner calibrate`.")
-    for device_id, profile in sorted(ctx.profiles.items()):
-        raw = profile.raw
-        loo = raw.get("leave_one_out", {})
-        st.subheader(device_id)
-        st.write(f"{profile.device_name}, measured {raw.get('date', '?')} in {raw.get('duration_s', '?')} s: "
-                 f"{raw.get('measured', len(profile.measurements))} measurements; torch "
-                 f"{raw.get('versions', {}).get('torch', '?')}")
-        st.json({"ceilings": raw.get("ceilings", {}), "leave_one_out": {k: v for k, v in loo.items() if k != "by_kind"}},
-                expanded=False)
+    else:
+        st.dataframe(profiles, hide_index=True)
+    report = dev_validation()
+    if report is not None:
+        overall = report["summary"]["overall"]["all"]
+        st.subheader("Against published measurements")
+        st.caption(f"`benchmarks/dev_validation.py` on {report['date']}: {report['expressed']} of "
+                   f"{report['rows_read']} published results (MLPerf, vendor and paper figures with their configs) "
+                   f"predicted; median |ln(predicted / measured)| {overall['median_abs_ln_ratio']:.3f} (predictions "
+                   f"within {math.exp(overall['median_abs_ln_ratio']):.2f}x of the "
+                   f"measurement for half the rows), p90 {overall['p90_abs_ln_ratio']:.3f}. The rest are not "
+                   "expressed: " + "; ".join(f"{k} ({v})" for k, v in report["not_expressed_by_reason"].items()))
+        st.dataframe(_summary_table(report["summary"]["by_category"], "category"), hide_index=True)
+        st.dataframe(_summary_table(report["summary"]["by_gpu"], "GPU"), hide_index=True)
     results = validation_results()
     if results.empty:
         st.info("No validation results yet: run `planner validate --json > benchmarks/results/validate_<device>.json`.")
         return
-    st.subheader("Predicted versus measured")
-    st.dataframe(results, hide_index=True)
-    summary = results.assign(abs_error=results["error"].abs()).groupby(["run", "tier", "kind"])["abs_error"].agg(
-        ["median", "max", "count"]).reset_index()
+    st.subheader("Predicted versus measured on this machine")
+    st.caption("`planner validate`: single ops and small models timed here against their predictions")
+    shown = pd.DataFrame({"run": results["run"], "case": results["name"], "kind": results["kind"],
+                          "op": results["op_kind"], "predicted (ms)": results["predicted_s"] * 1e3,
+                          "measured (ms)": results["measured_s"] * 1e3,
+                          "error (% of measured)": results["error"] * 100, "tier": results["tier"]})
+    st.dataframe(shown, hide_index=True)
+    summary = results.assign(abs_error=results["error"].abs() * 100).groupby(["run", "tier", "kind"])["abs_error"].agg(
+        ["median", "max", "count"]).reset_index().rename(columns={
+            "median": "median |error| (%)", "max": "max |error| (%)", "count": "cases"})
     st.dataframe(summary, hide_index=True)
-

@@ -104,10 +104,22 @@ def _sweep_view(frame: pd.DataFrame) -> None:
         y=alt.Y("usd_per_million:Q", scale=alt.Scale(type="log"), title=f"$ per 1M {unit or 'unit'}s"),
         color="device:N", size=alt.Size("pareto:N", scale=alt.Scale(range=[20, 140]), title="Pareto-optimal"),
         tooltip=fields + ["throughput_per_s", "usd_per_million"]), width="stretch")
-    shown = [f for f in fields + ["usd_per_unit", "latency_s_", "throughput_per_s", "memory_bytes_per_gpu", "tier"]
-             if f in front]
     st.subheader("Pareto front")
-    st.dataframe(front[shown], hide_index=True)
+    st.dataframe(_with_units(front, fields, unit), hide_index=True)
     st.subheader("Best point per device (least cost)")
-    st.dataframe(best_per_device(rows)[shown], hide_index=True)
+    st.dataframe(_with_units(best_per_device(rows), fields, unit), hide_index=True)
+
+
+def _with_units(frame: pd.DataFrame, fields: list[str], unit: str | None) -> pd.DataFrame:
+    """The rows to show, each number in a human unit named in its header (the Parquet keeps SI)."""
+    unit = unit or "unit"
+    out = frame[[f for f in fields if f in frame]].rename(columns={"in.pricing": "pricing"})
+    columns = {f"$ per 1M {unit}s": ("usd_per_unit", 1e6), "latency (s)": ("latency_s_", 1.0),
+               f"throughput ({unit}s/s)": ("throughput_per_s", 1.0), "memory per GPU (GB)": ("memory_bytes_per_gpu", 1e-9)}
+    for name, (column, scale) in columns.items():
+        if column in frame:
+            out[name] = frame[column] * scale
+    if "tier" in frame:
+        out["tier"] = frame["tier"]
+    return out
 

@@ -241,6 +241,9 @@ def _table(rows: list[dict], thr_unit: str, cost_unit: str) -> None:
              "throughput range (/s)", "$/h", "$ per unit", "J per unit", "memory per GPU (GB)", "capacity per GPU (GB)",
              "price date", "note"]
     frame = frame.reindex(columns=order).rename(columns=names)
+    for column in frame.columns:  # text columns of rows that could not be predicted: blank, not "None"
+        if not pd.api.types.is_numeric_dtype(frame[column]):  # text (pandas 3: "str", not object)
+            frame[column] = frame[column].astype(object).map(lambda v: "" if v is None or v != v else v)
     styled = frame.style.apply(lambda r: [GREY if not r["fits"] else "" for _ in r], axis=1).format(
         precision=2, na_rep="")
     st.dataframe(styled, hide_index=True)

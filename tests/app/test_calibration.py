@@ -1,7 +1,25 @@
 """The app's Calibration page (planner/app/calibration.py) through streamlit.testing."""
 
+import json
+from pathlib import Path
+
+from tests.app.conftest import table
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+
+
 def test_calibration_page_lists_profiles_and_validation(app):
     app.sidebar.radio(key="page").set_value("Calibration and accuracy").run()
-    assert not app.exception
-    assert any("cpu-amd-epyc" in h.value for h in app.subheader)
-    assert len(app.dataframe) >= 1
+    assert not app.exception and not app.error
+    profiles = table(app, "profile")
+    assert {"cpu-amd-epyc-25-17-2c", "h100-sxm", "mi300x"} <= set(profiles["device"])
+    assert set(profiles["tier"]) == {"measured", "published"}
+    # the accuracy table is the committed dev_validation run, row for row
+    report = json.loads((RESULTS / "dev_validation.json").read_text())
+    by_category = table(app, "category")
+    assert by_category["rows"].sum() == report["expressed"]
+    shown = table(app, "predicted (ms)")
+    assert len(shown) == sum(len(json.loads(f.read_text())["cases"]) for f in RESULTS.glob("validate_*.json"))
+    for column in shown.columns:
+        if shown[column].dtype.kind == "f":
+            assert "(" in column, column  # every number names its unit
