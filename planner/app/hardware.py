@@ -84,11 +84,14 @@ def _device_row(values: dict) -> dict:
     return row
 
 
-def _instance_row(device_id: str, price: float) -> dict:
-    return {"provider": "custom", "instance": f"{device_id}-1x", "device": device_id, "device_count": "1",
-            "region": "custom", "pricing": "on_demand", "price_usd_per_h": f"{price:g}",
-            "date": datetime.date.today().isoformat(), "source": "entered in planner's app by its user",
-            "confidence": "low", "notes": "price per device-hour as entered"}
+def _instance_rows(device_id: str, price: float, per_node: int) -> list[dict]:
+    """One-device and whole-node instances at the entered price per device-hour (a multi-device
+    deployment rents the node: planner.predict prices tensor-parallel groups and training that way)."""
+    sizes = sorted({1, max(1, per_node)})
+    return [{"provider": "custom", "instance": f"{device_id}-{n}x", "device": device_id, "device_count": str(n),
+             "region": "custom", "pricing": "on_demand", "price_usd_per_h": f"{price * n:.6g}",
+             "date": datetime.date.today().isoformat(), "source": "entered in planner's app by its user",
+             "confidence": "low", "notes": f"{n} x the price per device-hour as entered"} for n in sizes]
 
 
 def _server_row(device_id: str, count: int, capex: float, power: float) -> dict:
@@ -102,17 +105,20 @@ def add(device: dict, price_usd_per_h: float | None, server: tuple[int, float, f
     """Check the rows against the catalog (with the session's earlier rows) and keep them; return the
     device's id. Raise ConfigError naming the row and column when one is bad, keeping nothing."""
     from planner.hardware.custom import extend_catalog
-    rows = {k: list(v) for k, v in _rows().items()}
     new = _device_row(device)
+    # the same id again replaces the session's own device (an edit), never a catalog one
+    rows = {k: [r for r in v if (r.get("device") or r.get("id")) != new["id"]] for k, v in _rows().items()}
     rows["device"].append(new)
     if price_usd_per_h:
-        rows["instance"].append(_instance_row(new["id"], price_usd_per_h))
+        per_node = int(new["devices_per_node"]) if new.get("devices_per_node", "").isdigit() else 1
+        rows["instance"] += _instance_rows(new["id"], price_usd_per_h, per_node)
     if server is not None:
         rows["server"].append(_server_row(new["id"], *server))
     extend_catalog(rows["device"], rows["instance"], rows["server"])  # raises with the bad cell named
     st.session_state[STATE] = rows
-    if isinstance(st.session_state.get("devices"), list):  # the Workload page's selection, when it is kept
-        st.session_state["devices"] = [*st.session_state["devices"], new["id"]]
+    selection = st.session_state.get("devices")
+    if isinstance(selection, list) and new["id"] not in selection:  # the Workload page's selection, when kept
+        st.session_state["devices"] = [*selection, new["id"]]
     return new["id"]
 
 
@@ -132,7 +138,7 @@ def page() -> None:
     start = st.selectbox("Start from", ["(blank)"] + sorted(catalog.devices), key="hw_start",
                          help="Copy a catalog device's figures into the form, then change what differs")
     base = shipped_row("device", start) if start != "(blank)" else None
-    with st.form("hw_form"):
+    with st.form("hw_form", enter_to_submit=False):  # Enter in a field must not add a half-edited device
         c = st.columns(3)
         values = {
             "id": c[0].text_input("Id", f"{start}-custom" if base else "my-gpu", key=f"hw_id_{start}", help="Lower case letters, digits, "
@@ -160,7 +166,8 @@ def page() -> None:
         capex = p[2].number_input("Server capex ($)", 0.0, 1e8, 0.0, 1000.0, key="hw_capex", help="0: not buyable")
         power = p[3].number_input("Server power (W)", 0.0, 1e6, 0.0, 100.0, key="hw_power",
                                   help="Maximum system power, W")
-        submitted = st.form_submit_button("Add device", type="primary")
+        submitted = st.form_submit_button("Add device", type="primary",
+                                          help="Adds the device, or replaces your own device of the same id")
     if submitted:
         server = (int(count), float(capex), float(power)) if capex > 0 and power > 0 else None
         added = shown(add, values, float(price) or None, server)  # None: the error box is shown

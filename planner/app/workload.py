@@ -31,7 +31,7 @@ SMALLEST = "Smallest that fits"
 GREY = "color: #9a9a9a"
 NO_ENGINE = "(default for the workload)"
 DEFAULTS = {"model_source": "Zoo", "model": "llama-3.1-8b", "mode": "inference", "batch": 8, "input_len": 1024,
-            "output_len": 256, "seq_len": 2048, "wl_micro_batch": 1, "wl_zero": 1, "wl_recompute": "none",
+            "output_len": 256, "seq_len": 2048, "wl_micro_batch": 1, "wl_global_batch": 0, "wl_zero": 1, "wl_recompute": "none",
             "wl_mixed": "auto", "dtype": "bf16", "wl_recipe": "(none)", "wl_weights": PART_DTYPES[0],
             "wl_activations": PART_DTYPES[0], "wl_kv_cache": PART_DTYPES[0], "wl_engine": NO_ENGINE,
             "devices": DEFAULT_DEVICES, "wl_deploy": SMALLEST, "wl_gpus": 8, "wl_tp": 1, "wl_pp": 1}
@@ -66,11 +66,12 @@ def device_result(hw: str, model_key: str, config_text: str | None, device: str,
 
 def _result(req, ctx, model, layout: dict | None) -> dict:
     from planner.predict.api import predict, summary_row
-    from planner.predict.search import smallest_fit
+    from planner.predict.search import filled, smallest_fit
     if layout is None:
         found = smallest_fit(req, ctx, model)
         if found is None:
             return {"p": None, "fit": None, "summary": None, "tried": 0}
+        found = filled(found, ctx, model)  # copies fill the instance rented for one: no idle device billed
         p, req = found.prediction, found.request
     else:
         p = predict(req, ctx, model)
@@ -134,6 +135,12 @@ def _inputs() -> dict | None:
                                               help="Tokens per training sample"))
         work["micro_batch"] = int(st.number_input("Micro-batch", 1, 1024, key="wl_micro_batch",
                                                   help="Samples per device per forward-backward pass"))
+        global_batch = int(st.number_input("Global batch (sequences per step, 0 = micro-batch x data parallel)",
+                                           0, 1_000_000, key="wl_global_batch",
+                                           help="Samples per optimizer step over all replicas; fixed, layouts "
+                                                "compare at the same batch (0 lets it follow the layout)"))
+        if global_batch:
+            work["global_batch"] = global_batch
         work["zero"] = int(st.selectbox("ZeRO stage", [0, 1, 2, 3], key="wl_zero",
                                         help="0: replicated optimizer; 1: optimizer states sharded over data "
                                              "parallel; 2: and gradients; 3: and weights"))
@@ -230,20 +237,20 @@ def _unit_names(mode: str, family: str) -> tuple[str, str]:
     """(throughput unit, cost unit) for the table's headers."""
     if mode == "training":
         return ("tokens/s", "1M tokens") if family == "decoder" else ("samples/s", "1k samples")
-    return ("tokens/s", "1M tokens") if family == "decoder" else ("samples/s", "1k samples")
+    return ("output tokens/s", "1M output tokens") if family == "decoder" else ("samples/s", "1k samples")
 
 
 def _table(rows: list[dict], thr_unit: str, cost_unit: str) -> None:
     frame = pd.DataFrame(rows)
     names = {"throughput (/s)": f"throughput ({thr_unit})", "throughput range (/s)": f"throughput range ({thr_unit})",
-             "$ per unit": f"$ per {cost_unit}", "J per unit": f"J per {cost_unit.removeprefix('1M ').removeprefix('1k ').rstrip('s')}"}
+             "$ per unit": f"$ per {cost_unit}", "J per unit": f"J per {cost_unit.removeprefix('1M ').removeprefix('1k ').removesuffix('s')}"}
     order = ["device", "fits", "deployment", "tier", "latency (ms)", "latency range (ms)", "throughput (/s)",
-             "throughput range (/s)", "$/h", "$ per unit", "J per unit", "memory per GPU (GB)", "capacity per GPU (GB)",
-             "price date", "note"]
+             "throughput range (/s)", "$/h", "$ per unit", "J per unit", "note", "memory per GPU (GB)",
+             "capacity per GPU (GB)", "price date"]
     frame = frame.reindex(columns=order).rename(columns=names)
-    for column in frame.columns:  # text columns of rows that could not be predicted: blank, not "None"
-        if not pd.api.types.is_numeric_dtype(frame[column]):  # text (pandas 3: "str", not object)
-            frame[column] = frame[column].astype(object).map(lambda v: "" if v is None or v != v else v)
+    # cells a row does not have (times of a deployment that cannot run): blank, not "None". The Styler
+    # below is shown through its display strings, so a blank in a number column costs no formatting
+    frame = frame.astype(object).map(lambda v: "" if v is None or v != v else v)
     styled = frame.style.apply(lambda r: [GREY if not r["fits"] else "" for _ in r], axis=1).format(
         precision=2, na_rep="")
     st.dataframe(styled, hide_index=True)
@@ -428,8 +435,13 @@ def page() -> None:
                                     args["mode"], work_json, layout_json)
         rows = [_row(d, results[d]) for d in args["devices"]]
         _table(rows, thr_unit, cost_unit)
-        st.caption("Greyed rows do not fit in memory: their note gives the shortfall and the smallest deployment "
-                   "that fits. Ranges are each tier's band (held-out error against measurements).")
+        st.caption("Greyed rows cannot run as asked: over the memory of the device (the note gives the shortfall and "
+                   "the smallest deployment that fits) or not runnable there (the note says why). Ranges are each "
+                   "tier's band (held-out error against measurements).")
+        stale = [r["device"] for r in rows if str(r.get("price date", "")).endswith("stale")]
+        if stale:
+            st.warning(f"Stale price (over 12 months old) behind {', '.join(stale)}: the cheapest catalog offer is "
+                       "used whatever its date; check it, or price it on the Cost page with an override.")
         _chart(rows, thr_unit, cost_unit)
     _detail(args, results)
 

@@ -86,3 +86,25 @@ def smallest_fit(req: Request, ctx: Context | None = None, model: Model | None =
             return Fit(best_req, best, tried)
         gpus *= 2
     return None
+
+
+def filled(fit: Fit, ctx: Context | None = None, model: Model | None = None) -> Fit:
+    """An inference deployment of `fit` replicated to fill the cheapest instance that holds one copy, so
+    that no rented device sits idle while billed (as `compare` does): 2 devices of tp 2 on an 8-device
+    instance become 4 copies. A training fit, an on-prem or instance-pinned request, or one that no
+    catalog instance holds is returned as it is."""
+    from planner.predict.cost import cheapest_instance
+    ctx = ctx or default_context()
+    model = model or resolve(fit.request.model)
+    req = fit.request
+    if req.mode == "training" or req.site is not None or req.instance is not None:
+        return fit
+    group = req.tp * req.pp
+    instance = cheapest_instance(ctx.catalog, ctx.device(req.device), req.pricing, group, group)
+    if instance is None or instance.device_count < 2 * req.gpus:
+        return fit
+    wider = replace(req, gpus=instance.device_count // group * group, instance=instance.key)
+    try:
+        return Fit(wider, predict(wider, ctx, model), fit.tried + 1)
+    except PlannerError:  # replicas that cannot be timed: the single copy stands
+        return fit

@@ -121,7 +121,11 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
                  + share * st.phase_energy_j.get("optimizer", 0.0) for st in stages]
     energy_j = par.dp * par.tp * sum(e + idle * max(0.0, step - b) for b, e in zip(busy, op_energy))
     avg_power = energy_j / (par.devices * step)
-    basis = price(target, par.devices, cost, avg_power, par.tp)
+    # devices that train together exchange gradients (and activations) every step over the links the
+    # time above assumes: the scale-up link within a node, the node's scale-out network across nodes.
+    # Rented, they come as whole nodes: one-device instances joined over a data-centre network are
+    # not what was timed (planner/plan/capacity.py keeps the same rule)
+    basis = price(target, par.devices, cost, avg_power, max(par.tp, min(par.devices, target.node_size)))
     tokens_per_step = samples * (workload.seq_len or 1)
     metrics = {"micro_batch": micro_batch, "global_batch": samples, "microbatches": microbatches,
                "seq_len": workload.seq_len, "step_time_s": step, "samples_per_s": samples / step, "mfu": mfu, "model_flop_per_step": model_flop,

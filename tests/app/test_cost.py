@@ -135,11 +135,11 @@ def test_every_device_and_every_control_at_its_extremes(app):
 
 @pytest.mark.parametrize("price", [2.0, 0.0])
 def test_a_device_of_your_own_with_a_server(app, price):
-    from planner.app.hardware import STATE, _device_row, _instance_row, _server_row
+    from planner.app.hardware import STATE, _device_row, _instance_rows, _server_row
     from planner.hardware.custom import shipped_row
     row = shipped_row("device", "h100-sxm") | {"id": "my-h100", "name": "My H100", "aliases": ""}
     app.session_state[STATE] = {"device": [_device_row(row)],
-                                "instance": [_instance_row("my-h100", price)] if price else [],
+                                "instance": _instance_rows("my-h100", price, 1) if price else [],
                                 "server": [_server_row("my-h100", 4, 150_000.0, 4_000.0)]}
     _cost(app, cost_device="my-h100")
     _no_error(app)

@@ -41,3 +41,16 @@ def test_added_rows_export_as_catalog_csv_and_can_be_removed(app):
     app.selectbox(key="hw_remove").set_value("h100-sxm-custom").run()
     app.button(key="hw_remove_button").click().run()
     assert not app.exception and any("No device of your own yet" in i.value for i in app.info)
+
+
+def test_adding_the_same_id_again_edits_it_and_a_node_is_rentable(app):
+    _add_h100_variant(app)
+    field = next(t for t in app.text_input if t.label == "Memory bandwidth (GB/s)")
+    field.set_value("4800")
+    app.button[0].click().run()
+    assert not app.exception and not app.error
+    devices = table(app, "mem_bw_gb_per_s")
+    assert list(devices["id"]) == ["h100-sxm-custom"] and list(devices["mem_bw_gb_per_s"]) == ["4800"]
+    instances = table(app, "price_usd_per_h")
+    # one device, and a whole node of 8 (the catalog row's devices_per_node) at 8 x $2.50 per device-hour
+    assert dict(zip(instances["device_count"], instances["price_usd_per_h"])) == {"1": "2.5", "8": "20"}

@@ -58,3 +58,17 @@ def test_training_70b_count_is_minimal_by_brute_force():
 
 def test_nothing_fits_below_the_limit_is_none():
     assert smallest_fit(Request("llama-3.1-405b", "l4", batch=1, input_len=512, output_len=16), max_gpus=8) is None
+
+
+def test_filled_copies_use_every_device_of_the_rented_instance():
+    # llama-3.1-70b fits on 2 H100s (tp 2); the cheapest instance holding 2 has 8: 8 // 2 = 4 copies,
+    # 4x the tokens/s at the same $/h, so no billed device sits idle
+    from planner.predict.search import filled
+    fit = smallest_fit(Request("llama-3.1-70b", "h100-sxm", batch=8, input_len=1024, output_len=256))
+    wide = filled(fit)
+    assert fit.request.gpus == 2 and fit.request.tp == 2
+    assert wide.request.gpus == 8 and wide.request.tp == 2
+    assert wide.prediction.cost.usd_per_h == fit.prediction.cost.usd_per_h
+    assert throughput_of(wide.prediction) == pytest.approx(4 * throughput_of(fit.prediction), rel=1e-9)
+    training = smallest_fit(Request("llama-3.1-8b", "h100-sxm", "training", seq_len=2048, micro_batch=1))
+    assert filled(training) is training  # training is priced as whole nodes instead (planner/predict/training.py)
