@@ -77,6 +77,7 @@ def _clean(page, name: str):
     assert "Traceback (most recent call last)" not in page.inner_text("body")
     # the page scrolls inside Streamlit's main container (a click on a download scrolls it): from the top
     page.evaluate("document.querySelectorAll('[data-testid=\"stMain\"], section').forEach(e => e.scrollTop = 0)")
+    page.mouse.move(5, 5)  # no tooltip of the last button clicked over the page
     page.wait_for_timeout(300)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 

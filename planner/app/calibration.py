@@ -89,7 +89,8 @@ def page() -> None:
                    f"predicted; median |ln(predicted / measured)| {overall['median_abs_ln_ratio']:.3f} (predictions "
                    f"within {math.exp(overall['median_abs_ln_ratio']):.2f}x of the "
                    f"measurement for half the rows), p90 {overall['p90_abs_ln_ratio']:.3f}. The rest are not "
-                   "expressed: " + "; ".join(f"{k} ({v})" for k, v in report["not_expressed_by_reason"].items()))
+                   "expressed: " + "; ".join(f"{k} ({len(v) if isinstance(v, list) else v})"
+                                                for k, v in report["not_expressed_by_reason"].items()) + ".")
         st.dataframe(_summary_table(report["summary"]["by_category"], "category"), hide_index=True)
         st.dataframe(_summary_table(report["summary"]["by_gpu"], "GPU"), hide_index=True)
     results = validation_results()
