@@ -60,25 +60,42 @@ def test_compare_flags_stale_prices(monkeypatch, capsys):
     assert len(rows) == 2 and all(line.endswith(", stale)") for line in rows)
 
 
-def test_plan_rows_and_break_even_show_dates_and_stale(monkeypatch, capsys):
+def _plan_cli(monkeypatch, capsys, plan: Plan) -> str:
+    """What `planner plan` prints for `plan` (the scenario load, solve and check stubbed) on 2026-11-23."""
     import planner.plan.check
     import planner.plan.scenario
     import planner.plan.solve
 
-    row = lambda cand, date: PlanRow(cand, "cloud", "h100-sxm", 1, 8, 1000.0, 0.0, 0.0, 1.0, (("chat/0", 1.0),), (),
-                                     date)
-    plan = Plan("s", "cost", (row("a:old:r:on_demand", "2025-10-22"), row("a:new:r:on_demand", "2025-12-23")),
-                2000.0, 24000.0, 0.0, 0.0, 0.0, 0.0, (), (),
-                breakeven=({"device": "h100-sxm", "onprem_over_horizon_usd": 1.0, "capex_usd": 1.0,
-                            "onprem_opex_usd_per_month": 1.0, "cloud_over_horizon_usd": 2.0,
-                            "cloud_instance": "a:new:r:on_demand", "cloud_price_date": "2025-10",
-                            "breakeven_months": 3.0, "breakeven_utilization": 0.5},))
     monkeypatch.setattr(planner.plan.scenario, "load", lambda path: types.SimpleNamespace(horizon_months=12))
     monkeypatch.setattr(planner.plan.solve, "solve", lambda scenario: plan)
     monkeypatch.setattr(planner.plan.check, "check", lambda plan, scenario: [])
     monkeypatch.setenv("PLANNER_TODAY", "2026-11-23")
     assert main(["plan", "any.yaml"]) == 0
-    out = capsys.readouterr().out
+    return capsys.readouterr().out
+
+
+def _breakeven(instance: str, date: str, months: float | None, utilization: float | None) -> dict:
+    return {"device": "h100-sxm", "onprem_over_horizon_usd": 1.0, "capex_usd": 1.0, "onprem_opex_usd_per_month": 1.0,
+            "cloud_over_horizon_usd": 2.0, "cloud_instance": instance, "cloud_price_date": date,
+            "breakeven_months": months, "breakeven_utilization": utilization}
+
+
+def test_plan_rows_and_break_even_show_dates_and_stale(monkeypatch, capsys):
+    row = lambda cand, date: PlanRow(cand, "cloud", "h100-sxm", 1, 8, 1000.0, 0.0, 0.0, 1.0, (("chat/0", 1.0),), (),
+                                     date)
+    plan = Plan("s", "cost", (row("a:old:r:on_demand", "2025-10-22"), row("a:new:r:on_demand", "2025-12-23")),
+                2000.0, 24000.0, 0.0, 0.0, 0.0, 0.0, (), (),
+                breakeven=(_breakeven("a:new:r:on_demand", "2025-10", 3.0, 0.5),))
+    out = _plan_cli(monkeypatch, capsys, plan)
     assert "(price of 2025-10-22, stale)" in out  # 13 months and a day before 2026-11-23
     assert "(price of 2025-12-23)" in out  # 11 months before
     assert "(a:new:r:on_demand, price of 2025-10, stale)" in out
+
+
+def test_cli_plan_says_what_a_missing_break_even_means(monkeypatch, capsys):
+    plan = Plan("s", "cost", (), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, (), (),
+                breakeven=(_breakeven("a:b:c:on_demand", "2026-10", None, None),))
+    out = _plan_cli(monkeypatch, capsys, plan)
+    assert "buying never pays off within the server's life at this utilization; renting is cheaper at any " \
+           "utilization" in out
+    assert "%" not in out.split("break-even")[1].split("\n")[0]

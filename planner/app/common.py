@@ -108,3 +108,37 @@ def fmt_s(seconds) -> str:
     if seconds is None or seconds != seconds:
         return "-"
     return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def roofline_chart(points, device, dtype: str, y_title: str, tooltip: list):
+    """An altair chart of `points` (columns "intensity (FLOP/byte)" and "achieved (FLOP/s)", plus
+    "bound" and the `tooltip` fields) on log-log axes under the device's ceilings: min(peak,
+    intensity x memory bandwidth) for the peak the dtype's GEMMs run at (a recipe's, as
+    planner/plot.py draws it) and the vector peak. A peak with no sourced figure is not drawn."""
+    import altair as alt
+    import pandas as pd
+
+    from planner.errors import PlannerError
+    from planner.predict.roofline import vector_peak
+    from planner.workload.quant import precision
+    bw = device.mem_bytes_per_s
+    lo = min(points["intensity (FLOP/byte)"].min(), 1.0) / 2
+    hi = max(points["intensity (FLOP/byte)"].max(), 1.0) * 2
+    xs = [lo * (hi / lo) ** (k / 60) for k in range(61)]  # 61 points evenly spaced in log
+    gemm = precision(dtype).gemm
+    roofs = []
+    for label, peak in ((f"{gemm} peak", lambda: device.peak(gemm)), ("vector peak", lambda: vector_peak(device, dtype))):
+        try:
+            top = peak()
+        except PlannerError:
+            continue
+        roofs += [{"ceiling": f"{label} ({top / 1e12:,.0f} TFLOP/s), {bw / 1e9:,.0f} GB/s",
+                   "intensity (FLOP/byte)": x, "achieved (FLOP/s)": min(top, x * bw)} for x in xs]
+    x = alt.X("intensity (FLOP/byte):Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
+    y = alt.Y("achieved (FLOP/s):Q", scale=alt.Scale(type="log"), title=y_title)
+    chart = alt.Chart(points).mark_circle(size=60).encode(x=x, y=y, color=alt.Color("bound:N", title="bound"),
+                                                          tooltip=tooltip)
+    if roofs:
+        chart = alt.Chart(pd.DataFrame(roofs)).mark_line(color="gray").encode(
+            x=x, y=y, strokeDash=alt.StrokeDash("ceiling:N", title="ceiling")) + chart
+    return chart

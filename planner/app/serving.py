@@ -386,16 +386,23 @@ def _curve_section(inp: dict, swept: dict, chosen: dict | None) -> None:
     if chosen is not None:
         at = inp["rate_rps"] if x == X_RATE else chosen["output_tokens_per_s"]
         marks.append((at, f"chosen rate: {inp['rate_rps']:g} requests/s", "#7f7f7f"))
-    cols = st.columns(2)
-    for col, name, slo in ((cols[0], "TTFT", inp["slo_ttft_s"]), (cols[1], "TPOT", inp["slo_tpot_s"])):
-        chart = _latency_chart(frame, name, x, slo * 1e3, marks)
-        if chart is None:
-            col.info(f"No request has a {name} (one output token has no time per output token).")
-        else:
-            col.altair_chart(chart, width="stretch")
+    _side_by_side(inp, lambda name, slo_ms: _latency_chart(frame, name, x, slo_ms, marks),
+                  "No request has a {} (one output token has no time per output token).")
     st.caption("Lines: the statistics of the simulated requests at each rate (log scale); red: the SLO; green: the "
                "highest rate within the SLOs; grey: the chosen rate.")
     st.dataframe(frame, hide_index=True, column_config=_formats(frame))
+
+
+def _side_by_side(inp: dict, chart_of, empty: str) -> None:
+    """The TTFT and TPOT charts side by side: chart_of(name, SLO in ms) gives each, or None, shown as
+    `empty` with the name."""
+    cols = st.columns(2)
+    for col, name, slo in ((cols[0], "TTFT", inp["slo_ttft_s"]), (cols[1], "TPOT", inp["slo_tpot_s"])):
+        chart = chart_of(name, slo * 1e3)
+        if chart is None:
+            col.info(empty.format(name))
+        else:
+            col.altair_chart(chart, width="stretch")
 
 
 def _chosen_section(inp: dict, r: dict, at_max: dict | None, max_rate: float, saturation: float) -> None:
@@ -424,13 +431,8 @@ def _chosen_section(inp: dict, r: dict, at_max: dict | None, max_rate: float, sa
     runs = [(f"at {rate:g} requests/s", r)]
     if at_max is not None:
         runs.append((f"at {max_rate:,.2f} requests/s (highest within SLOs)", at_max))
-    cols = st.columns(2)
-    for col, name, slo in ((cols[0], "ttft", inp["slo_ttft_s"]), (cols[1], "tpot", inp["slo_tpot_s"])):
-        chart = _cdf_chart(runs, name, slo * 1e3, inp["slo_stat"])
-        if chart is None:
-            col.info(f"No {name.upper()} to draw.")
-        else:
-            col.altair_chart(chart, width="stretch")
+    _side_by_side(inp, lambda name, slo_ms: _cdf_chart(runs, name.lower(), slo_ms, inp["slo_stat"]),
+                  "No {} to draw.")
     st.caption("Share of the simulated requests whose latency is at most x (201 quantiles of the per-request "
                "values); red: the SLO; dotted: the SLO's percentile.")
 

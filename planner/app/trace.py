@@ -10,7 +10,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from planner.app.common import ROOT, context, device_ids, fmt_s, ms, purpose
+from planner.app.common import ROOT, context, device_ids, fmt_s, ms, purpose, roofline_chart
 
 TRACES = ROOT / "benchmarks" / "data" / "traces"
 BUNDLED_TRACES = {
@@ -187,8 +187,6 @@ def page() -> None:
 
 def _trace_roofline(report, sig: pd.DataFrame) -> None:
     """Each op signature at its achieved FLOP/s over its arithmetic intensity, under the device's roofs."""
-    from planner.errors import PlannerError
-    from planner.predict.roofline import vector_peak
     points = sig[(sig["flop"] > 0) & (sig["bytes"] > 0) & (sig["measured_s"] > 0)]
     if points.empty:
         return
@@ -196,30 +194,11 @@ def _trace_roofline(report, sig: pd.DataFrame) -> None:
                            "calls": points["calls"], "intensity (FLOP/byte)": points["flop"] / points["bytes"],
                            "achieved (FLOP/s)": points["achieved_flop_per_s"],
                            "ratio (measured / attainable)": points["ratio"]})
-    dev, bw = report.device, report.device.mem_bytes_per_s
-    lo = min(points["intensity (FLOP/byte)"].min(), 1.0) / 2
-    hi = max(points["intensity (FLOP/byte)"].max(), 1.0) * 2
-    xs = [lo * (hi / lo) ** (k / 60) for k in range(61)]
-    roofs = []
-    for label, peak in ((f"{report.dtype} peak", lambda: dev.peak(report.dtype)),
-                        ("vector peak", lambda: vector_peak(dev, report.dtype))):
-        try:
-            p = peak()
-        except PlannerError:  # no sourced figure for this dtype: that roof is not drawn
-            continue
-        roofs += [{"roof": f"{label} ({p / 1e12:,.0f} TFLOP/s)", "intensity (FLOP/byte)": x,
-                   "achieved (FLOP/s)": min(p, x * bw)} for x in xs]
+    dev = report.device
     st.subheader("Roofline")
-    st.caption(f"Each op signature on the {dev.id} roofline (log-log): {bw / 1e9:,.0f} GB/s of memory bandwidth "
-               f"up to the datasheet {report.dtype} and vector peaks; an op's attainable time also applies the "
-               "device's efficiencies, so most points sit below the roofs")
-    x = alt.X("intensity (FLOP/byte):Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
-    y = alt.Y("achieved (FLOP/s):Q", scale=alt.Scale(type="log"), title="achieved (FLOP/s)")
-    chart = alt.Chart(points).mark_circle(size=60).encode(
-        x=x, y=y, color=alt.Color("bound:N", title="bound"),
-        tooltip=["op", "shapes", "bound", "calls", alt.Tooltip("ratio (measured / attainable):Q", format=".2f")])
-    if roofs:
-        chart = alt.Chart(pd.DataFrame(roofs)).mark_line(color="gray").encode(
-            x=x, y=y, strokeDash=alt.StrokeDash("roof:N", title="roof")) + chart
-    st.altair_chart(chart, width="stretch")
-
+    st.caption(f"Each op signature on the {dev.id} roofline (log-log): {dev.mem_bytes_per_s / 1e9:,.0f} GB/s of memory "
+               f"bandwidth up to the datasheet {report.dtype} and vector peaks; an op's attainable time also applies "
+               "the device's efficiencies, so most points sit below the roofs")
+    st.altair_chart(roofline_chart(points, dev, report.dtype, "achieved (FLOP/s)",
+                                   ["op", "shapes", "bound", "calls",
+                                    alt.Tooltip("ratio (measured / attainable):Q", format=".2f")]), width="stretch")

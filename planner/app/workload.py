@@ -19,6 +19,7 @@ from planner.app.common import (
     hardware_key,
     model_of,
     purpose,
+    roofline_chart,
     shown,
     upload_text,
     zoo_ids,
@@ -223,12 +224,12 @@ def _row(device: str, r: dict | None) -> dict:
     lat_lo, lat_hi = band(lat, frac) if lat else (None, None)
     thr_lo, thr_hi = band(thr, frac, inverse=True) if thr else (None, None)
     per = s.get("usd_per_unit")
+    per_lo, per_hi = band(per, frac) if per and per == per else (None, None)  # a cost per unit scales as a time
     return {**row, "latency (ms)": lat * 1e3 if lat else None, "latency range (ms)": _range(lat_lo, lat_hi, 1e3),
             "throughput (/s)": thr, "throughput range (/s)": _range(thr_lo, thr_hi, 1, 0),
             "throughput low (/s)": thr_lo, "throughput high (/s)": thr_hi,
             "$/h": s.get("usd_per_h"), "$ per unit": per,
-            "$ per unit low": per * thr / thr_hi if per and thr_hi else None,
-            "$ per unit high": per * thr / thr_lo if per and thr_lo else None,
+            "$ per unit low": per_lo, "$ per unit high": per_hi,
             "J per unit": s.get("j_per_unit"), "price date": dated(s.get("price_date")) or "",
             "note": s.get("note") or ""}
 
@@ -339,37 +340,15 @@ def _memory_chart(p: dict) -> None:
 
 def _roofline(ops: pd.DataFrame, device_id: str, dtype: str) -> None:
     """Every op at its predicted FLOP/s over its arithmetic intensity, under the device's ceilings."""
-    from planner.errors import PlannerError
-    from planner.predict.roofline import vector_peak
-    from planner.workload.quant import precision
     ops = ops[(ops["flop"] > 0) & (ops["bytes"] > 0) & (ops["time_s"] > 0)]
     if ops.empty:
         return
-    dev = context().device(device_id)
     points = ops.assign(**{"intensity (FLOP/byte)": ops["flop"] / ops["bytes"],
                            "achieved (FLOP/s)": ops["flop"] / ops["time_s"]})
-    lo = min(points["intensity (FLOP/byte)"].min(), 1.0) / 2
-    hi = max(points["intensity (FLOP/byte)"].max(), 1.0) * 2
-    xs = [lo * (hi / lo) ** (k / 60) for k in range(61)]
-    compute = precision(dtype).compute
-    roofs = []
-    for label, peak in ((f"{compute} peak", lambda: dev.peak(compute)), ("vector peak", lambda: vector_peak(dev, dtype))):
-        try:
-            top = peak()
-        except PlannerError:  # no sourced figure for this dtype: that ceiling is not drawn
-            continue
-        roofs += [{"ceiling": f"{label} ({top / 1e12:,.0f} TFLOP/s) and {dev.mem_bytes_per_s / 1e9:,.0f} GB/s",
-                   "intensity (FLOP/byte)": x, "achieved (FLOP/s)": min(top, x * dev.mem_bytes_per_s)} for x in xs]
-    st.caption(f"Roofline of {dev.id} (log-log): each op's predicted FLOP/s against its arithmetic intensity, under "
-               "the datasheet ceilings; ops sit below them by the device's measured efficiency")
-    x = alt.X("intensity (FLOP/byte):Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
-    y = alt.Y("achieved (FLOP/s):Q", scale=alt.Scale(type="log"), title="predicted (FLOP/s)")
-    chart = alt.Chart(points).mark_circle(size=60).encode(x=x, y=y, color=alt.Color("bound:N", title="bound"),
-                                                          tooltip=["op", "graph", "category", "count", "bound"])
-    if roofs:
-        chart = alt.Chart(pd.DataFrame(roofs)).mark_line(color="gray").encode(
-            x=x, y=y, strokeDash=alt.StrokeDash("ceiling:N", title="ceiling")) + chart
-    st.altair_chart(chart, width="stretch")
+    st.caption(f"Roofline of {device_id} (log-log): each op's predicted FLOP/s against its arithmetic intensity, "
+               "under the datasheet ceilings; ops sit below them by the device's measured efficiency")
+    st.altair_chart(roofline_chart(points, context().device(device_id), dtype, "predicted (FLOP/s)",
+                                   ["op", "graph", "category", "count", "bound"]), width="stretch")
 
 
 def _detail(args: dict, results: dict) -> None:

@@ -87,8 +87,8 @@ def _named(err: CatalogError, first: dict[str, int], added: dict[str, list]) -> 
         if err.file == table and err.row >= first[kind] and added[kind]:
             row = added[kind][min(err.row - first[kind], len(added[kind]) - 1)]
             name = row.get("id") or row.get("instance") or f"row {err.row - first[kind] + 1}"
-            shown = repr(err.value) if len(repr(err.value)) <= 80 else repr(err.value)[:77] + "..."
-            return ConfigError(f"your {kind} '{name}': column '{err.key}': bad value {shown}; valid: {err.valid}")
+            # the loader's message names the temporary file and row: say which of the user's rows instead
+            return ConfigError(f"your {kind} '{name}': " + str(err).split(", ", 2)[2])
     return ConfigError(str(err))
 
 

@@ -115,23 +115,26 @@ def _sweep(at, page: str, depth: int = 0, seen: frozenset = frozenset()) -> int:
     return runs
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("page", list(PAGES))
-def test_no_control_value_gives_a_traceback(page):
+def _opened(page: str) -> AppTest:
+    """A fresh app session on `page`, drawn without a traceback."""
     at = AppTest.from_file(APP, default_timeout=600)
     at.run()
     at.sidebar.radio(key="page").set_value(page).run()
     assert not at.exception, at.exception
+    return at
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", list(PAGES))
+def test_no_control_value_gives_a_traceback(page):
+    at = _opened(page)
     runs = _sweep(at, page)
     assert runs >= (1 if page != "Calibration and accuracy" else 0)
 
 
 @pytest.mark.parametrize("page", list(PAGES))
 def test_every_page_says_what_it_answers_and_every_control_has_help(page):
-    at = AppTest.from_file(APP, default_timeout=600)
-    at.run()
-    at.sidebar.radio(key="page").set_value(page).run()
-    assert not at.exception, at.exception
+    at = _opened(page)
     assert at.header and at.caption, f"{page}: a title and its one-line purpose"
     missing = [f"{kind} {w.label!r}" for kind in KINDS for w in at.get(kind)
                if w.key not in SKIP and not (getattr(w, "help", None) or "").strip()]

@@ -1,13 +1,10 @@
 """planner.plan.tco: renting against owning one server, the break-even closed form (module docstring)."""
 
-import types
 
 import pytest
 
-from planner.cli import main
 from planner.errors import ConfigError
 from planner.hardware.catalog import load_catalog
-from planner.plan.solve import Plan
 from planner.plan.tco import breakeven_month, breakeven_utilization, compare_tco, explain_breakeven
 
 H = 730.5  # hours per month
@@ -157,24 +154,3 @@ def test_explain_without_the_numbers_the_cli_may_lack():
                                                 "utilization, owning above")
     assert explain_breakeven(None, None) == ("buying never pays off within the server's life at this utilization; "
                                              "renting is cheaper at any utilization")
-
-
-def test_cli_plan_says_what_a_missing_break_even_means(monkeypatch, capsys):
-    import planner.plan.check
-    import planner.plan.scenario
-    import planner.plan.solve
-
-    plan = Plan("s", "cost", (), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, (), (),
-                breakeven=({"device": "h100-sxm", "onprem_over_horizon_usd": 1.0, "capex_usd": 1.0,
-                            "onprem_opex_usd_per_month": 1.0, "cloud_over_horizon_usd": 2.0,
-                            "cloud_instance": "a:b:c:on_demand", "cloud_price_date": "2026-10",
-                            "breakeven_months": None, "breakeven_utilization": None},))
-    monkeypatch.setattr(planner.plan.scenario, "load", lambda path: types.SimpleNamespace(horizon_months=12))
-    monkeypatch.setattr(planner.plan.solve, "solve", lambda scenario: plan)
-    monkeypatch.setattr(planner.plan.check, "check", lambda plan, scenario: [])
-    monkeypatch.setenv("PLANNER_TODAY", "2026-11-23")
-    assert main(["plan", "any.yaml"]) == 0
-    out = capsys.readouterr().out
-    assert "buying never pays off within the server's life at this utilization; renting is cheaper at any " \
-           "utilization" in out
-    assert "%" not in out.split("break-even")[1].split("\n")[0]
