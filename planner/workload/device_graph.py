@@ -20,9 +20,10 @@ from planner.memo import IdentityMemo
 from planner.workload.capture import OpRecord
 from planner.workload.counting import OpCost, classify, pointwise_packets
 from planner.workload.engines import get_engine
-from planner.workload.graphs import Workload, build_graph
+from planner.workload.graphs import Workload
 from planner.workload.lowering import Kernel, lower
 from planner.workload.parallelism import Parallelism, shard_config
+from planner.workload.rebatch import clear_anchors, graph_at
 from planner.workload.zoo import Model
 
 ROLES = ("first", "layer", "last")
@@ -148,11 +149,11 @@ def _captured(model: Model, workload: Workload, tp: int, ep: int):
         num_layers = config.num_layers
         kinds, weights = _layer_kinds(config)
         one = replace(config, num_layers=len(kinds), kinds=kinds) if kinds else replace(config, num_layers=1)
-        captured = build_graph(replace(model, config=one), workload)
+        captured = graph_at(replace(model, config=one), workload)
     elif config is not None:
-        captured = build_graph(replace(model, config=config), workload)
+        captured = graph_at(replace(model, config=config), workload)
     else:
-        captured = build_graph(model, workload)
+        captured = graph_at(model, workload)
     records = captured.graph.records
     roles = _roles(records) if fold else ["first"] * len(records)
     return config, num_layers, captured, roles, fold, weights
@@ -245,3 +246,11 @@ def clear_graph_caches() -> None:
     """Forget every lowered device graph (the captures stay): for a benchmark that times the lowering."""
     _STAGED.clear()
     _device_graph.cache_clear()
+
+
+def clear_capture_caches() -> None:
+    """Forget the captures too (planner/workload/rebatch.py's anchors included): for a benchmark or a test
+    that times or compares capturing."""
+    clear_graph_caches()
+    _captured.cache_clear()
+    clear_anchors()
