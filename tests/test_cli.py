@@ -89,3 +89,23 @@ def test_a_folder_named_models_on_the_path_does_not_shadow_planners_builders(tmp
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["params"] == 124_439_808
+
+
+def test_the_command_freezes_its_imports_out_of_the_collector(monkeypatch, capsys):
+    """entry() (the `planner` command) runs main(freeze=True): gc.freeze once the subcommand is parsed; main()
+    as tests call it never freezes, nor does a command line argparse refuses."""
+    import gc
+
+    import pytest
+
+    from planner import cli
+
+    calls = []
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
+    assert main(["models"]) == 0 and calls == []
+    assert main(["models", "--bogus"], freeze=True) == 2 and calls == []
+    monkeypatch.setattr(sys, "argv", ["planner", "models"])
+    with pytest.raises(SystemExit) as exit_:
+        cli.entry()
+    assert exit_.value.code == 0 and calls == ["freeze"]
+    capsys.readouterr()
