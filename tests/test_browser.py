@@ -1,8 +1,9 @@
 """End to end: the real Streamlit server driven by headless Chromium (Debian's, through Playwright), through
 a procurement planner's tasks: serve llama-3.1-70b on 8 GPUs under an SLO; train llama-3.1-8b on 64
 GPUs; solve hybrid.yaml and download all three files; add a custom GPU and compare it. Every page is
-opened, checked for a traceback, and saved as a screenshot in $SCREENSHOT_DIR (default docs/screenshots,
-the pictures the README shows)."""
+opened, checked for a traceback, and saved as a screenshot: in $SCREENSHOT_DIR when set
+(SCREENSHOT_DIR=docs/screenshots refreshes the pictures the README shows), else in a temporary folder, so
+that a test run leaves the committed pictures alone."""
 
 import os
 import shutil
@@ -19,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is installed by .ci/run")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is installed by .ci/run")
-SHOTS = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "docs" / "screenshots"))
+SHOTS = [Path(os.environ["SCREENSHOT_DIR"])] if os.environ.get("SCREENSHOT_DIR") else []
+"""The screenshot folder: $SCREENSHOT_DIR, or (set by the page fixture) a temporary one."""
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LONG = 600_000
@@ -51,8 +53,10 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def page(server):
-    SHOTS.mkdir(parents=True, exist_ok=True)
+def page(server, tmp_path_factory):
+    if not SHOTS:
+        SHOTS.append(tmp_path_factory.mktemp("screenshots"))
+    SHOTS[0].mkdir(parents=True, exist_ok=True)
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         context = browser.new_context(viewport={"width": 1500, "height": 2400}, accept_downloads=True)
@@ -79,7 +83,7 @@ def _clean(page, name: str):
     page.evaluate("document.querySelectorAll('[data-testid=\"stMain\"], section').forEach(e => e.scrollTop = 0)")
     page.mouse.move(5, 5)  # no tooltip of the last button clicked over the page
     page.wait_for_timeout(300)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(SHOTS[0] / f"{name}.png"), full_page=True)
 
 
 def _open(page, name: str):
