@@ -77,7 +77,8 @@ class OpRow:
 def host_dispatch_s(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel | None = None) -> tuple[float, float]:
     """(host seconds per kernel op, per view) of `dg`'s engine on `device`: (0, 0) when the step is
     replayed as a CUDA graph or the device is a CPU; the profile's measured dispatch when the engine runs
-    that profile's library on its own device (tier measured); else the engine's launch cost, views free."""
+    that profile's library on its own device (tier measured); else the engine's host_launch_s and
+    host_view_s (hardware_specs/engines; views free where the engine gives none)."""
     engine = get_engine(dg.workload.engine)
     if device.kind == "cpu" or engine.replays(dg.workload.mode):
         return 0.0, 0.0
@@ -85,7 +86,7 @@ def host_dispatch_s(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel
     dispatch = getattr(efficiency, "dispatch", None) or {}
     if dispatch and getattr(efficiency, "tier", "") == "measured" and profile.library in engine.profile_libraries:
         return float(dispatch["host_per_op_s"]), float(dispatch.get("view_host_s", 0.0))
-    return engine.host_launch_s, 0.0
+    return engine.host_launch_s, engine.host_view_s
 
 
 def host_launch_s(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel | None = None) -> float:

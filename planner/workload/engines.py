@@ -102,6 +102,8 @@ class Engine:
     """How it trains at a 16-bit dtype by default (planner.workload.graphs.MIXED_PRECISION); None: no training."""
     optimizer: str | None = None
     """Its default AdamW implementation (planner.workload.graphs.OPTIMIZERS); None: no training."""
+    host_view_s: float = 0.0
+    """Host cost of one view op (no kernel) outside a CUDA graph, in s; 0 where none is sourced."""
 
     def fuses(self, rule: str, phase: str) -> bool:
         """True when the engine applies fusion `rule` to ops of `phase` ("forward"/"backward")."""
@@ -186,6 +188,12 @@ def parse_engine(data, where: str) -> Engine:
     if isinstance(launch, bool) or not isinstance(launch, (int, float)) or not 0 <= launch <= MAX_HOST_LAUNCH_S:
         raise ConfigError(f"{where}: host_launch_s.value must be seconds in [0, {MAX_HOST_LAUNCH_S:g}]")
     sources.append(("host launch", source))
+    view = 0.0
+    if "host_view_s" in data:
+        view, source = _fact(data, "host_view_s", "value", where)
+        if isinstance(view, bool) or not isinstance(view, (int, float)) or not 0 <= view <= MAX_HOST_LAUNCH_S:
+            raise ConfigError(f"{where}: host_view_s.value must be seconds in [0, {MAX_HOST_LAUNCH_S:g}]")
+        sources.append(("host view", source))
     attention, source = _fact(data, "attention", "kernel", where)
     sources.append(("attention", source))
     allreduce, source = _fact(data, "tp_allreduce", "algorithm", where)
@@ -212,7 +220,7 @@ def parse_engine(data, where: str) -> Engine:
         profile_libraries=_strings(libraries, f"{where}: profiles.libraries", LIBRARIES),
         other_libraries=_strings(others, f"{where}: profiles.other_libraries", LIBRARIES) if others else (),
         sources=tuple(sources),
-        scheduler=scheduler, mixed_precision=mixed, optimizer=optimizer)
+        scheduler=scheduler, mixed_precision=mixed, optimizer=optimizer, host_view_s=float(view))
 
 
 def _scheduler(data, where: str, sources: list) -> SchedulerDefaults:

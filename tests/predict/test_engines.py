@@ -8,7 +8,7 @@ from planner.cli import main
 from planner.errors import ConfigError, PlannerError
 from planner.predict.api import Request, engine_for, predict
 from planner.predict.context import default_context
-from planner.predict.timing import host_launch_s, op_rows, stage_times
+from planner.predict.timing import host_dispatch_s, host_launch_s, op_rows, stage_times
 from planner.workload.device_graph import device_graph
 from planner.workload.engines import get_engine, parse_engine
 from planner.workload.graphs import Workload
@@ -46,9 +46,17 @@ def test_engine_files_are_sourced_and_bad_ones_refused():
     for broken, message in ((dict(good, fusions={"magic": {"phases": ["forward"], "source": "x"}}), "unknown fusion"),
                             (dict(good, cuda_graphs={"replays": "decode"}), "cuda_graphs"),
                             (dict(good, host_launch_s={"value": -1, "source": "x"}), "host_launch_s"),
+                            (dict(good, host_view_s={"value": 0.5, "source": "x"}), "host_view_s"),
+                            (dict(good, host_view_s={"value": True, "source": "x"}), "host_view_s"),
                             (dict(good, modes=["serving"]), "modes")):
         with pytest.raises(ConfigError, match=message):
             parse_engine(broken, "test.json")
+
+
+def test_an_engine_without_a_view_cost_charges_views_nothing():
+    assert get_engine("vllm").host_view_s == 0.0
+    good = json.loads(open("hardware_specs/engines/vllm.json").read())
+    assert parse_engine(dict(good, host_view_s={"value": 2e-6, "source": "x"}), "test.json").host_view_s == 2e-6
 
 
 def test_host_launch_cost_is_zero_when_replayed_as_a_cuda_graph_or_on_a_cpu():
@@ -63,18 +71,25 @@ def test_host_launch_cost_is_zero_when_replayed_as_a_cuda_graph_or_on_a_cpu():
 
 
 def test_a_launch_bound_step_takes_kernels_times_the_host_cost():
-    # gpt2 decode at batch 1 under eager: ~50 kernels per layer of a few microseconds each on an H100;
-    # the phase takes max(device time, kernels x 7 us) (asynchronous launch: the longer queue wins)
+    # gpt2 decode at batch 1 under eager: ~50 kernels per layer of a few microseconds each on an H100
+    # (its default profile, which has no dispatch of its own measured: eager's costs apply); the phase
+    # takes max(device time, kernels x 22.5 us + views x 1.23 us) (asynchronous launch: the longer queue wins)
     ctx = default_context()
     target = ctx.target("h100-sxm")
     dg = device_graph(resolve("gpt2"), Workload("decode", 1, context_len=64, engine="eager"))
     rows = op_rows(dg, target.device, target.efficiency, target.power)
     device_s = sum(r.time_s * r.count for r in rows)
-    launches = sum(r.count for r in rows)
+    kernels = sum(r.count for r in rows if r.category != "view")
+    views = sum(op.count * n for part, n in ((dg.first, 1), (dg.layer, dg.num_layers), (dg.last, 1))
+                for op in part.ops if op.category == "view")
+    eager = get_engine("eager")
+    assert host_dispatch_s(dg, target.device, target.efficiency) == (eager.host_launch_s, eager.host_view_s)
+    assert views > 0 and eager.host_view_s == pytest.approx(1.23e-6)
+    host_s = kernels * eager.host_launch_s + views * eager.host_view_s
     stage = stage_times(dg, target.device, target.efficiency, target.power)[0]
-    expected = max(device_s, launches * get_engine("eager").host_launch_s)
+    expected = max(device_s, host_s)
     assert stage.time_s == pytest.approx(expected, rel=1e-9)
-    assert launches * get_engine("eager").host_launch_s > device_s  # it is launch-bound
+    assert host_s > device_s  # it is launch-bound
     assert stage.bound_s["launch"] == pytest.approx(expected - device_s, rel=1e-9)
 
 
@@ -99,3 +114,14 @@ def test_cli_engine_flags(capsys, tmp_path):
     rows.write_text('{"model": "resnet50", "device": "h100-sxm", "engine": "tensorrt"}\n')
     assert main(["predict", "--configs", str(rows)]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[0])["engine"] == "tensorrt"
+
+
+def test_eager_host_cost_is_the_dispatch_measured_on_the_two_hosts():
+    """A device with no measured dispatch of its own takes eager's host cost per kernel: the mean of the
+    per-op host time measured on the lent H100's and H200's hosts, (22.1 + 22.9) / 2 = 22.5 us."""
+    from planner.hardware.profile import load_profiles
+
+    profiles = load_profiles()
+    measured = [profiles.library(d, "pytorch-eager").dispatch["host_per_op_s"] for d in ("h100-sxm", "h200-sxm")]
+    assert measured == [pytest.approx(22.1e-6, abs=0.05e-6), pytest.approx(22.9e-6, abs=0.05e-6)]
+    assert get_engine("eager").host_launch_s == pytest.approx(sum(measured) / 2, abs=0.05e-6)
