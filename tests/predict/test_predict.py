@@ -72,7 +72,11 @@ def test_per_op_times_and_energies_add_up_to_the_totals():
     eff = ctx.efficiency(h100)
     [stage] = stage_times(dg, h100, eff, ctx.power)
     rows = op_rows(dg, h100, eff, ctx.power)
-    assert sum(r.time_s * r.count for r in rows) == pytest.approx(stage.time_s, rel=1e-9)
+    # eager prefill of 2 x 256 tokens waits on the host's launches (846 kernel ops x 22.5 us = 19.0 ms
+    # plus the views, against 16.3 ms of kernels): the wait is the step's time no op row holds
+    waiting = stage.bound_s["launch"]
+    assert waiting > 0
+    assert sum(r.time_s * r.count for r in rows) + waiting == pytest.approx(stage.time_s, rel=1e-9)
     assert sum(r.energy_j * r.count for r in rows) == pytest.approx(stage.energy_j, rel=1e-9)
     assert sum(stage.bound_s.values()) == pytest.approx(stage.time_s, rel=1e-9)
 
