@@ -184,16 +184,8 @@ def parse_engine(data, where: str) -> Engine:
     if replays not in GRAPH_MODES:
         raise ConfigError(f"{where}: cuda_graphs.replays must be one of {', '.join(GRAPH_MODES)}")
     sources.append(("CUDA graphs", source))
-    launch, source = _fact(data, "host_launch_s", "value", where)
-    if isinstance(launch, bool) or not isinstance(launch, (int, float)) or not 0 <= launch <= MAX_HOST_LAUNCH_S:
-        raise ConfigError(f"{where}: host_launch_s.value must be seconds in [0, {MAX_HOST_LAUNCH_S:g}]")
-    sources.append(("host launch", source))
-    view = 0.0
-    if "host_view_s" in data:
-        view, source = _fact(data, "host_view_s", "value", where)
-        if isinstance(view, bool) or not isinstance(view, (int, float)) or not 0 <= view <= MAX_HOST_LAUNCH_S:
-            raise ConfigError(f"{where}: host_view_s.value must be seconds in [0, {MAX_HOST_LAUNCH_S:g}]")
-        sources.append(("host view", source))
+    launch = _host_seconds(data, "host_launch_s", "host launch", where, sources)
+    view = _host_seconds(data, "host_view_s", "host view", where, sources) if "host_view_s" in data else 0.0
     attention, source = _fact(data, "attention", "kernel", where)
     sources.append(("attention", source))
     allreduce, source = _fact(data, "tp_allreduce", "algorithm", where)
@@ -214,13 +206,22 @@ def parse_engine(data, where: str) -> Engine:
         families=_strings(data.get("families"), f"{where}: families", FAMILIES),
         device_kinds=_strings(data.get("device_kinds"), f"{where}: device_kinds", KINDS),
         vendors=tuple(v.lower() for v in _strings(data.get("vendors"), f"{where}: vendors")),
-        fusions=tuple(fusions), cuda_graphs=replays, host_launch_s=float(launch),
+        fusions=tuple(fusions), cuda_graphs=replays, host_launch_s=launch,
         attention=str(attention), tp_allreduce=str(allreduce),
         dtypes=_strings(dtypes, f"{where}: dtypes.values"), recipes=tuple(recipes) if isinstance(recipes, list) else (),
         profile_libraries=_strings(libraries, f"{where}: profiles.libraries", LIBRARIES),
         other_libraries=_strings(others, f"{where}: profiles.other_libraries", LIBRARIES) if others else (),
         sources=tuple(sources),
-        scheduler=scheduler, mixed_precision=mixed, optimizer=optimizer, host_view_s=float(view))
+        scheduler=scheduler, mixed_precision=mixed, optimizer=optimizer, host_view_s=view)
+
+
+def _host_seconds(data: dict, key: str, fact: str, where: str, sources: list) -> float:
+    """A host cost `{value, source}` in seconds, in [0, MAX_HOST_LAUNCH_S]; its source appended as `fact`."""
+    value, source = _fact(data, key, "value", where)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_HOST_LAUNCH_S:
+        raise ConfigError(f"{where}: {key}.value must be seconds in [0, {MAX_HOST_LAUNCH_S:g}]")
+    sources.append((fact, source))
+    return float(value)
 
 
 def _scheduler(data, where: str, sources: list) -> SchedulerDefaults:

@@ -72,17 +72,17 @@ def derive(two: WorkloadGraph, three: WorkloadGraph, workload: Workload) -> Work
         raise _NotAffine
     steps = workload.batch - ANCHORS[0]
     records = tuple(_record(x, y, steps) for x, y in zip(a.records, b.records))
-    saved = tuple((m, _number(x, y, steps)) for (m, x), (n, y) in zip(a.saved_bytes, b.saved_bytes) if _same(m, n))
-    if len(saved) != len(a.saved_bytes) or (two.params, two.active_params, two.param_by_top, two.layer_params) != \
-            (three.params, three.active_params, three.param_by_top, three.layer_params):
-        raise _NotAffine
+    saved = tuple((_same(m, n), _number(x, y, steps)) for (m, x), (n, y) in zip(a.saved_bytes, b.saved_bytes))
+    _same((two.params, two.active_params, two.param_by_top, two.layer_params),
+          (three.params, three.active_params, three.param_by_top, three.layer_params))
     return replace(two, workload=workload, graph=OpGraph(records, a.dtype, saved))
 
 
-def _same(x, y) -> bool:
+def _same(x, y):
+    """x, when it equals y (a name, a module, a parameter count that must not change with the batch)."""
     if x != y:
         raise _NotAffine
-    return True
+    return x
 
 
 def _number(x, y, steps: int):
@@ -99,7 +99,7 @@ def _record(x: OpRecord, y: OpRecord, steps: int) -> OpRecord:
     if x.op != y.op or x.module != y.module or x.phase != y.phase or len(x.args) != len(y.args) or \
             len(x.outputs) != len(y.outputs):
         raise _NotAffine
-    args = tuple((name, _value(v, w, steps)) for (name, v), (other, w) in zip(x.args, y.args) if _same(name, other))
+    args = tuple((_same(name, other), _value(v, w, steps)) for (name, v), (other, w) in zip(x.args, y.args))
     outputs = tuple(_tensor(v, w, steps) for v, w in zip(x.outputs, y.outputs))
     return replace(x, args=args, outputs=outputs)
 
