@@ -282,6 +282,95 @@ def _pooled_transfer() -> dict:
             "p90_abs_error": errors[int(0.9 * (len(errors) - 1))]}
 
 
+COMPILE_RUNS = ("compile-probe", "compile-probe-2")
+"""benchmarks/gpu_compile_probe.py on a lent H100 (2026-11-26): the first run timed the steps; the second
+also the host's issue time of each eager and compiled step (the host of that machine drifted from 10 to
+17 us per tiny op within the run, so each case is set against its own eager step)."""
+
+
+def _launches(dg, device, eff, power) -> tuple[float, float]:
+    """(kernel launches, views) of one step of `dg`, every stage part times its repeats."""
+    from planner.predict.timing import _part_time
+    kernels = views = 0.0
+    for part, n in dg.stage_parts(0):
+        for key, count in _part_time(part, dg, device, eff, power)[8].items():
+            if key.endswith(":view"):
+                views += n * count
+            else:
+                kernels += n * count
+    return kernels, views
+
+
+def compile_rows() -> list[dict]:
+    """Each case of the compile probes predicted eager and compiled on the H100. The host of the run is
+    set against the profile's: host factor = the eager step's measured issue time / its predicted issue
+    (the profile's 22.1 us per kernel op and 1.19 us per view), where the run measured it (else 1). A
+    compiled step is predicted as max(its kernels, launches x the compile engine's host cost x the host
+    factor); `host_per_launch_s` is what this case says the compile engine's host cost is on the
+    profile's host: measured issue time / host factor / predicted launches."""
+    from dataclasses import replace as _replace
+
+    from planner.calibration.validate import parse_model_case
+    from planner.predict.context import default_context
+    from planner.predict.timing import host_dispatch_s, stage_times
+    from planner.workload.device_graph import device_graph
+    from planner.workload.engines import get_engine
+    from planner.workload.graphs import Workload, resolve_workload
+    from planner.workload.zoo import resolve
+
+    ctx = default_context()
+    device = ctx.device("h100-sxm")
+    rows = []
+    for run_name in COMPILE_RUNS:
+        path = ROOT / "benchmarks" / "data" / "measured" / "h100-sxm" / run_name / "gpu_compile_probe.json"
+        for case in json.loads(path.read_text())["cases"]:
+            if "error" in case:
+                continue
+            name, w = parse_model_case(case["case"])
+            model = resolve(name)
+            if case["layers"]:
+                model = _replace(model, config=_replace(model.config, num_layers=case["layers"]))
+            pred = {}
+            for engine in ("eager", "compile"):
+                wl = resolve_workload(model, Workload(w.mode, w.batch, w.seq_len, w.context_len, w.image_size, "bf16",
+                                                      engine=engine, mixed_precision="pure", optimizer="fused"))
+                dg = device_graph(model, wl)
+                eff = ctx.efficiency(device, get_engine(engine).libraries)
+                stage = stage_times(dg, device, eff, ctx.power)[0]
+                launch_s, view_s = host_dispatch_s(dg, device, eff)
+                kernels, views = _launches(dg, device, eff, ctx.power)
+                pred[engine] = {"kernel_s": stage.time_s - stage.bound_s.get("launch", 0.0), "launches": kernels,
+                                "issue_s": kernels * launch_s + views * view_s, "host_s": launch_s}
+            factor = case["eager_issue_s"] / pred["eager"]["issue_s"] if "eager_issue_s" in case else 1.0
+            replayed = case["compile_mode"] == "reduce-overhead"
+            comp = pred["compile"]
+            # default mode launches every step (host_dispatch_s gives 0 for a decode the engine replays)
+            host_s = get_engine("compile").host_launch_s
+            compiled_s = max(comp["kernel_s"], 0.0 if replayed else comp["launches"] * host_s * factor)
+            eager_s = max(pred["eager"]["kernel_s"], pred["eager"]["issue_s"] * factor)
+            row = {"run": run_name, "case": case["case"], "layers": case["layers"], "compile_mode": case["compile_mode"],
+                   "host_factor": factor, "measured_s": case["compiled_event_s"], "predicted_s": compiled_s,
+                   "error": compiled_s / case["compiled_event_s"] - 1,
+                   "kernel_s": case["compiled"]["kernel_sum_s"], "predicted_kernel_s": comp["kernel_s"],
+                   "kernel_error": comp["kernel_s"] / case["compiled"]["kernel_sum_s"] - 1,
+                   "kernels": case["compiled"]["kernels"], "predicted_launches": comp["launches"],
+                   "eager_measured_s": case["eager_event_s"], "eager_predicted_s": eager_s,
+                   "speedup": case["eager_event_s"] / case["compiled_event_s"], "predicted_speedup": eager_s / compiled_s}
+            host_bound = (not replayed and "compiled_issue_s" in case and case["mode"] != "training"
+                          and case["compiled_issue_s"] > case["compiled"]["kernel_sum_s"]
+                          and case["eager_issue_s"] > case["eager"]["kernel_sum_s"])
+            if host_bound:
+                row["host_per_launch_s"] = case["compiled_issue_s"] / factor / comp["launches"]
+            rows.append(row)
+    return rows
+
+
+def compile_host_launch_s(rows: list[dict]) -> float:
+    """The compile engine's host seconds per kernel launch on the profile's host: the median over the
+    host-bound inference cases (eager and compiled both issued slower than their kernels ran)."""
+    return statistics.median(r["host_per_launch_s"] for r in rows if "host_per_launch_s" in r)
+
+
 def _name(row: dict) -> str:
     if row["kind"] == "gemm":
         return f"gemm {row['m']}x{row['n']}x{row['k']} {row['dtype']}"
@@ -320,6 +409,23 @@ def main() -> None:
     for pair, kinds in result["transfer"].items():
         for kind, s in kinds.items():
             print(f"| {pair} | {kind} | {s['n']} | {s['median_abs_error']:.1%} | {s['p90_abs_error']:.1%} |")
+    compiled = compile_rows()
+    result["compile"] = {"rows": compiled, "host_per_launch_s": compile_host_launch_s(compiled)}
+    print("\n| compile run | case | layers | mode | host factor | measured | predicted | error | kernels measured | "
+          "predicted | kernel time error | speed-up measured | predicted | host per launch |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in compiled:
+        host = f"{r['host_per_launch_s'] * 1e6:.1f} us" if "host_per_launch_s" in r else ""
+        print(f"| {r['run']} | {r['case']} | {r['layers'] or 'all'} | {r['compile_mode']} | {r['host_factor']:.2f} | "
+              f"{r['measured_s'] * 1e3:.3f} ms | {r['predicted_s'] * 1e3:.3f} ms | {r['error']:+.1%} | {r['kernels']:.0f} | "
+              f"{r['predicted_launches']:.0f} | {r['kernel_error']:+.1%} | {r['speedup']:.2f} | "
+              f"{r['predicted_speedup']:.2f} | {host} |")
+    errors = sorted(abs(r["error"]) for r in compiled)
+    kernel_errors = sorted(abs(r["kernel_error"]) for r in compiled)
+    print(f"\ncompiled steps: median |error| {statistics.median(errors):.1%}, largest {errors[-1]:.1%}; kernel time: "
+          f"median {statistics.median(kernel_errors):.1%}, largest {kernel_errors[-1]:.1%} ({len(errors)} cases); "
+          f"compile host cost per launch on the profile's host: "
+          f"{result['compile']['host_per_launch_s'] * 1e6:.1f} us (median of the host-bound cases)")
     if a.write_transfer:
         from planner.files import write_text_atomic
         pooled = _pooled_transfer()
