@@ -12,6 +12,9 @@ runs under benchmarks/data/measured/<device>/):
   the same way and also read back from the profiler (kernel sum, host issue time), and the GEMMs with
   their CUPTI kernel time; its GEMMs are predicted with that machine's isolated-call wait (its tiny
   GEMMs, none of validate's shapes).
+- "depthwise-probe": benchmarks/gpu_depthwise_probe.py on lent machines (2026-11-26): EfficientNet-B0/B4
+  and ResNet-50 training steps (CNN training: batch statistics, depthwise convolutions) and EfficientNet-B0
+  inference, GPU-bound, timed as the probe times its models.
 - "validate-<date>": `planner validate` runs that measured their own machine's dispatch (the isolated
   call before the GEMMs, the host per op right before each model case, as their log records). The
   first H200 run (validate-2026-11-26) measured the host only at its start; its model cases are left
@@ -118,6 +121,13 @@ def rebuild_data() -> dict:
                           "dtype": "amp-bf16" if amp else "bf16", "engine": "eager", "measured_s": row["event_s"],
                           "kernel_s": row["kernel_sum_s"], "host_issue_s": row["issue_s"], "kernels": row["kernels"],
                           "source": f"benchmarks/data/measured/{device}/probe/gpu_probe.json"})
+        dw = json.loads((base / "depthwise-probe" / "gpu_depthwise_probe.json").read_text())
+        for row in dw["models"]:
+            cases.append({"device": device, "run": "depthwise-probe", "kind": "model", "spec": row["case"],
+                          "dtype": "amp-bf16" if row["amp"] else "bf16", "engine": "eager",
+                          "measured_s": row["event_s"], "kernel_s": row["kernel_sum_s"], "host_issue_s": row["issue_s"],
+                          "kernels": row["kernels"],
+                          "source": f"benchmarks/data/measured/{device}/depthwise-probe/gpu_depthwise_probe.json"})
     return {"what": "planner's measurements of a real H100 SXM and H200 SXM: model steps and single GEMMs timed "
                     "with CUDA events around one call (measured_s); probe rows also the profiler's kernel sum "
                     "(kernel_s) and the host's issue time of the step (host_issue_s)",

@@ -33,7 +33,9 @@ timing cannot resolve the kernel or timed another one:
   the host's work after the launch): under about 25 us nothing of the kernel shows);
 - bf16 NCHW convolutions (all kernels of one call, cuDNN's layout transposes included), gpu_grid.json;
 - eval-mode bf16 batch norm at CNN activation shapes (gpu_bn.json), replacing calibrate's fp32 batch
-  norm of one 64-channel image, whose kernel had too few planes to spread (0.6 TB/s on the H100).
+  norm of one 64-channel image, whose kernel had too few planes to spread (0.6 TB/s on the H100);
+- training-mode batch norm (forward and backward) and EfficientNet-B0's depthwise convolutions (forward
+  and backward), depthwise-probe/ (training_kernels).
 Writes atomically; prints what it wrote. `--no-loo` skips the leave-one-out report (minutes).
 """
 
@@ -137,6 +139,7 @@ def build(device: str) -> dict:
         added.append({"kind": "batch_norm", "dtype": "bf16", "n": b["n"], "c": b["c"], "hw": b["hw"],
                       "bytes": b["bytes"], "flop": 2.0 * b["n"] * b["c"] * b["hw"] ** 2, "time_s": b["kernel_s"],
                       "timing": "kernel", "kernel": b["kernel"], "source": "bn"})
+    added += training_kernels(device)
     kept = [x for x in raw["measurements"] if not (x["kind"] == "gemm" and x["dtype"] in ("bf16", "fp16")
                                                     and x["time_s"] < LONG_EVENT_S)
             and x["kind"] != "batch_norm"]
@@ -144,6 +147,11 @@ def build(device: str) -> dict:
                        f"{LONG_EVENT_S * 1e6:.0f} us, replaced by the kernel-timed bf16 grid (fp16 runs at its rate), "
                        "and the fp32 batch norm of one 64-channel image, replaced by bf16 batch norm at CNN shapes "
                        "(gpu_bn.json)")
+    probe = json.loads((base / "depthwise-probe" / "gpu_depthwise_probe.json").read_text())
+    raw["provenance"]["depthwise-probe"] = {
+        "gpu": probe["gpu"], "nvidia_smi": probe["nvidia_smi"], "torch": probe["torch"], "date": probe["date"],
+        "command": "python3 benchmarks/gpu_depthwise_probe.py --out $OUT; ... --bn --out $OUT",
+        "copied_from": f"benchmarks/data/measured/{device}/depthwise-probe/"}
     raw["provenance"]["grid"] = {"gpu": grid["gpu"], "nvidia_smi": grid["nvidia_smi"], "torch": grid["torch"],
                                  "date": grid["date"], "command": grid["command"],
                                  "copied_from": f"benchmarks/data/measured/{device}/probe/gpu_grid.json"}
@@ -153,6 +161,34 @@ def build(device: str) -> dict:
         from planner.hardware.profile import fit_report
         raw["leave_one_out"] = fit_report(raw)
     return raw
+
+
+def training_kernels(device: str) -> list[dict]:
+    """Kernel-timed training-mode batch norm (forward with batch statistics, and backward) and depthwise
+    convolutions (forward, and backward: input and weight gradients) from
+    benchmarks/data/measured/<device>/depthwise-probe/ (benchmarks/gpu_depthwise_probe.py): eval-mode
+    batch norm and dense convolutions run other kernels, 2-6x faster per byte. Bytes as planner counts
+    the aten op: every input and output tensor."""
+    base = ROOT / "benchmarks" / "data" / "measured" / device / "depthwise-probe"
+    rows = []
+    for b in json.loads((base / "gpu_bn_train.json").read_text())["batch_norm_train"]:
+        elements = b["n"] * b["c"] * b["hw"] ** 2
+        shape = {"dtype": "bf16", "n": b["n"], "c": b["c"], "hw": b["hw"], "timing": "kernel", "source": "bn_train"}
+        rows.append({"kind": "batch_norm_train", **shape, "bytes": b["bytes_fwd"], "flop": 7.0 * elements,
+                     "time_s": b["fwd_kernel_s"]})
+        rows.append({"kind": "batch_norm_backward", **shape, "bytes": b["bytes_bwd"], "flop": 14.0 * elements,
+                     "time_s": b["bwd_kernel_s"]})
+    for d in json.loads((base / "gpu_depthwise_probe.json").read_text())["depthwise"]:
+        n, c, hw, out, k = d["n"], d["c"], d["hw"], d["out_hw"], d["ksize"]
+        shape = {"dtype": "bf16", "n": n, "c": c, "hw": hw, "ksize": k, "stride": d["stride"], "pad": d["pad"],
+                 "timing": "kernel", "source": "depthwise"}
+        # forward reads x and w, writes y; backward reads dy, x and w, writes dx and dw
+        rows.append({"kind": "depthwise", **shape, "bytes": d["bytes_fwd"], "flop": d["flop_fwd"],
+                     "time_s": d["fwd_kernel_s"]})
+        rows.append({"kind": "depthwise_backward", **shape,
+                     "bytes": 2.0 * (n * c * out * out + 2 * n * c * hw * hw + 2 * c * k * k),
+                     "flop": 2.0 * d["flop_fwd"], "time_s": d["bwd_kernel_s"]})
+    return rows
 
 
 def _attention_flop(a: dict) -> float:

@@ -259,9 +259,20 @@ def _features(m: dict) -> tuple[str, tuple[float, ...], tuple[int, int, int, int
     if kind == "batch_norm" and "hw" in m:
         # NCHW batch norm timed at real activation shapes: bytes and plane size (hw x hw)
         return "bn", (_log2(m["bytes"]), _log2(m["hw"] ** 2)), None
+    if kind in ("batch_norm_train", "batch_norm_backward") and "hw" in m:
+        # training-mode batch norm reduces each channel's statistics over N x H x W: its own kernels
+        return _BN_KEYS[kind], (_log2(m["bytes"]), _log2(m["hw"] ** 2)), None
+    if kind in ("depthwise", "depthwise_backward") and "ksize" in m:
+        # ATen's depthwise kernels (groups = channels): streamed bytes, slower with larger filters and
+        # faster with stride 2 (fewer outputs per input read)
+        return _DW_KEYS[kind], (_log2(m["bytes"]), _log2(m["ksize"] ** 2), float(m["stride"])), None
     if kind == "copy" and not m.get("warm", True):
         return "mem:copy_cold", (_log2(m["bytes"]),), None
     return f"mem:{kind}", (_log2(m["bytes"]),), None
+
+
+_BN_KEYS = {"batch_norm_train": "bn_train", "batch_norm_backward": "bn_backward"}
+_DW_KEYS = {"depthwise": "dw", "depthwise_backward": "dw_backward"}
 
 
 class _IDW:

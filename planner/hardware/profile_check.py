@@ -25,10 +25,13 @@ SCHEMA = 1
 """The profile layout read here (`schema` in profile.json, as planner/calibration/calibrate.py writes it)."""
 # the shape fields of each measured kind (whole numbers >= 1); the other kinds are sized by `bytes`
 SHAPES = {"gemm": ("m", "n", "k"), "bmm": ("b", "m", "n", "k"), "attention": ("bh", "sq", "sk", "d"),
-          "conv": ("n", "cin", "hw", "cout", "ksize", "stride")}
+          "conv": ("n", "cin", "hw", "cout", "ksize", "stride"),
+          "batch_norm_train": ("n", "c", "hw"), "batch_norm_backward": ("n", "c", "hw"),
+          "depthwise": ("n", "c", "hw", "ksize", "stride"), "depthwise_backward": ("n", "c", "hw", "ksize", "stride")}
 OVERHEADS = ("launch", "view")
 """Per-call costs: time_s may be 0 (below the timer's resolution); the others divide by it."""
-SIZED = ("copy", "add", "gelu", "sum", "layer_norm", "softmax", "batch_norm", "maxpool", "h2d")
+SIZED = ("copy", "add", "gelu", "sum", "layer_norm", "softmax", "batch_norm", "maxpool", "h2d",
+         "batch_norm_train", "batch_norm_backward", "depthwise", "depthwise_backward")
 _MAX_COUNT = 2**53  # a shape stays exact as a float (wave counts divide it)
 
 

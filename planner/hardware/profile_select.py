@@ -48,6 +48,9 @@ def alignment_bytes(rec: OpRecord) -> int:
 
 def _op_key(rec: OpRecord, category: str, dtype: str, models: dict) -> tuple[str, tuple[float, ...], object] | None:
     """The model key, features and wave shape for one op of a graph."""
+    special = _training_kernel_key(rec, category, models)
+    if special is not None:
+        return special
     if category in ("matmul", "conv", "attention"):
         shape = gemm_shape(rec, category)
         if shape is None:
@@ -86,6 +89,37 @@ def _op_key(rec: OpRecord, category: str, dtype: str, models: dict) -> tuple[str
     if category == "pool" and "max_pool" in rec.packet and "mem:maxpool" in models:
         kind = "maxpool"
     return f"mem:{kind}", None, None
+
+
+def _training_kernel_key(rec: OpRecord, category: str, models: dict) -> tuple[str, tuple[float, ...], None] | None:
+    """The key of an op that runs kernels of its own where the profile timed them: training-mode batch
+    norm and its backward ("bn_train", "bn_backward"), depthwise convolutions and their backward ("dw",
+    "dw_backward"); None otherwise. Features: log2 bytes (every input and output tensor) and the plane
+    size (batch norm) or the filter size and stride (depthwise), as profile._features reads them."""
+    if category == "norm" and "batch_norm" in rec.packet:
+        backward = "backward" in rec.packet
+        training = backward or bool(rec.arg("training", "no_training" not in rec.packet
+                                            and "no_update" not in rec.packet))
+        key = "bn_backward" if backward else "bn_train"
+        x = rec.arg("input") or rec.arg("self")
+        if not training or key not in models or x is None or len(x.shape) < 3:
+            return None
+        return key, (_log2(max(_bytes(rec), 1.0)), _log2(math.prod(x.shape[2:]))), None
+    if category == "conv":
+        w, x = rec.arg("weight"), rec.arg("input")
+        groups = rec.arg("groups", 1)
+        key = "dw_backward" if rec.packet == "aten.convolution_backward" else "dw"
+        if (key not in models or w is None or x is None or len(w.shape) != 4 or not isinstance(groups, int)
+                or groups <= 1 or groups != x.shape[1]):
+            return None
+        stride = rec.arg("stride", (1,))
+        stride = stride[0] if isinstance(stride, (tuple, list)) and stride else stride
+        return key, (_log2(max(_bytes(rec), 1.0)), _log2(math.prod(w.shape[2:])), float(stride)), None
+    return None
+
+
+def _bytes(rec: OpRecord) -> float:
+    return sum(t.bytes for t in rec.tensors()) + sum(t.bytes for t in rec.outputs)
 
 
 _DTYPE_OF = {("float32", 32): "fp32", ("bfloat16", 16): "bf16", ("float16", 16): "fp16", ("bfloat16", 8): "fp8",

@@ -36,13 +36,20 @@ class _NotAffine(Exception):
 
 def derivable(model: Model, workload: Workload) -> bool:
     """True when `workload`'s graph on `model` is derived from the anchors rather than captured."""
-    return (workload.batch > ANCHORS[-1] and model.family in FAMILIES and model.factory is None
-            and not hasattr(model.config, "inputs") and not getattr(model.config, "num_experts", 0))
+    return workload.batch > ANCHORS[-1] and _affine(model)
+
+
+def _affine(model: Model) -> bool:
+    return (model.family in FAMILIES and model.factory is None and not hasattr(model.config, "inputs")
+            and not getattr(model.config, "num_experts", 0))
 
 
 def graph_at(model: Model, workload: Workload) -> WorkloadGraph:
     """The graph of `workload` on `model`: derived from the batch-2 and batch-3 captures where
-    `derivable` says so and the two agree in all but numbers, else captured (graphs.build_graph)."""
+    `derivable` says so and the two agree in all but numbers, else captured (graphs.build_graph). At an
+    anchor's own batch it is that anchor's capture (captured once, whichever asks first)."""
+    if workload.batch in ANCHORS and _affine(model):
+        return _anchor(model, workload)
     if not derivable(model, workload):
         return build_graph(model, workload)
     two = _anchor(model, replace(workload, batch=ANCHORS[0]))

@@ -139,8 +139,8 @@ def test_predictions_match_planners_own_h100_and_h200_measurements():
     # run with a host measurement before each case (H200); the calibrate-day runs never measured theirs
     runs: dict[tuple[str, str], dict[str, list[float]]] = {}
     for case in MEASURED["cases"]:
-        if case["run"] == "calibrate-day" or case["dtype"] == "amp-bf16":
-            continue
+        if case["run"] in ("calibrate-day", "depthwise-probe") or case["dtype"] == "amp-bf16":
+            continue  # depthwise-probe: GPU-bound CNN steps (tests/hardware/test_training_kernels.py)
         predicted, kernel, tier = predict_case(case, case["device"])
         assert tier == "measured"
         run = runs.setdefault((case["device"], case["run"]), {"model": [], "gemm": [], "kernel": []})

@@ -113,3 +113,19 @@ def test_predictions_are_unchanged(monkeypatch):
     captured = predict(req)
     clear_capture_caches()
     assert derived.as_dict() == captured.as_dict()
+
+
+def test_an_anchor_batch_is_captured_once(monkeypatch):
+    """A prediction at batch 2 and one at batch 8 (derived from batches 2 and 3) capture batch 2 once:
+    graph_at(batch 2) is the anchor's own capture. Captures: batch 2, then batch 3 = 2."""
+    rebatch.clear_anchors()
+    calls = []
+    real = rebatch.build_graph
+    monkeypatch.setattr(rebatch, "build_graph", lambda m, w: calls.append(w.batch) or real(m, w))
+    llama = _one_layer("llama-2-7b")
+    w = Workload(mode="prefill", seq_len=32, batch=2)
+    two = rebatch.graph_at(llama, w)
+    rebatch.graph_at(llama, replace(w, batch=8))
+    assert calls == [2, 3]
+    assert rebatch.graph_at(llama, w) is two
+    rebatch.clear_anchors()
