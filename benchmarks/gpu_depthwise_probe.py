@@ -13,7 +13,9 @@ on the machine it runs on:
   the backward (input and weight gradients) as the kernel time of forward + backward minus forward.
 
 Run on the GPU machine: `python3 benchmarks/gpu_depthwise_probe.py --out DIR` (about 2 minutes on an
-H100). Writes DIR/gpu_depthwise_probe.json after each part, and DIR/gpu_depthwise_probe.log.
+H100). Writes DIR/gpu_depthwise_probe.json after each part, and DIR/gpu_depthwise_probe.log. `--bn`:
+training-mode batch norm at CNN shapes (gpu_bn_train.json); `--conv`: dense convolutions' backward at
+ResNet's shapes (gpu_conv_backward.json).
 """
 
 from __future__ import annotations
@@ -188,6 +190,50 @@ def bn_train_grid(log, device: str, shapes) -> list[dict]:
     return rows
 
 
+CONVS = [(n, cin, cout, hw, ks, st) for n in (2, 32, 128)
+         for cin, cout, hw, ks, st in ((3, 64, 224, 7, 2), (64, 64, 56, 3, 1), (64, 256, 56, 1, 1),
+                                       (128, 128, 28, 3, 1), (256, 256, 14, 3, 1), (256, 1024, 14, 1, 1),
+                                       (512, 512, 7, 3, 1), (256, 64, 56, 1, 1), (1024, 256, 14, 1, 1))]
+"""gpu_probe.py's convolution grid (ResNet's shapes) and two bottleneck reductions, bf16 NCHW."""
+
+
+def conv_backward_grid(log, device: str, shapes) -> list[dict]:
+    """Kernel time of a dense bf16 NCHW convolution's backward, input and weight gradients (all kernels of
+    the call, cuDNN's layout transposes included): forward + backward minus forward, as eager training
+    runs it (no bias, as ResNet's convolutions)."""
+    rows = []
+    for n, cin, cout, hw, ks, st in shapes:
+        x = torch.randn(n, cin, hw, hw, device=device, dtype=torch.bfloat16, requires_grad=True)
+        weight = torch.randn(cout, cin, ks, ks, device=device, dtype=torch.bfloat16, requires_grad=True) * 0.05
+        weight = weight.detach().requires_grad_(True)
+        out = F.conv2d(x, weight, None, st, ks // 2)
+        grad = torch.randn_like(out)
+
+        def fwd(_):
+            with torch.no_grad():
+                F.conv2d(x, weight, None, st, ks // 2)
+
+        def both(_):
+            F.conv2d(x, weight, None, st, ks // 2).backward(grad)
+        fwd(0)
+        both(0)
+        both(1)
+        pf, pb = (profiled(fwd, 3), profiled(both, 3)) if device == "cuda" else ({}, {})
+        ho = (hw + 2 * (ks // 2) - ks) // st + 1
+        flop_fwd = 2.0 * n * cout * ho * ho * cin * ks * ks
+        row = {"n": n, "cin": cin, "cout": cout, "hw": hw, "ksize": ks, "stride": st, "pad": ks // 2, "dtype": "bf16",
+               "out_hw": ho, "flop_fwd": flop_fwd, "fwd_kernel_s": pf.get("kernel_sum_s", 0.0),
+               "bwd_kernel_s": pb.get("kernel_sum_s", 0.0) - pf.get("kernel_sum_s", 0.0),
+               "bwd_kernels": pb.get("kernels", 0) - pf.get("kernels", 0),
+               "names": [t[0][:80] for t in pb.get("top_kernels", [])[:5]]}
+        rows.append(row)
+        log(f"conv backward n={n} {cin}->{cout} {hw}x{hw} k{ks} s{st}: fwd {row['fwd_kernel_s'] * 1e6:.1f} us, "
+            f"bwd {row['bwd_kernel_s'] * 1e6:.1f} us ({2 * flop_fwd / max(row['bwd_kernel_s'], 1e-9) / 1e12:.0f} TFLOP/s) "
+            f"in {row['bwd_kernels']:.0f} kernels")
+        x = weight = out = grad = None
+    return rows
+
+
 def sync(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
@@ -199,6 +245,7 @@ def main() -> None:
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--tiny", action="store_true", help="small shapes (a dry run of the code)")
     ap.add_argument("--bn", action="store_true", help="only training-mode batch norm (gpu_bn_train.json)")
+    ap.add_argument("--conv", action="store_true", help="only dense convolutions' backward (gpu_conv_backward.json)")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -225,6 +272,11 @@ def main() -> None:
         tmp.write_text(json.dumps(result, indent=1))
         tmp.replace(out / name)
 
+    if a.conv:
+        result["command"] = "python3 benchmarks/gpu_depthwise_probe.py --conv --out $OUT"
+        result["conv_backward"] = conv_backward_grid(log, a.device, [(2, 3, 8, 16, 3, 1)] if a.tiny else CONVS)
+        save("gpu_conv_backward.json")
+        return
     if a.bn:
         result["command"] = "python3 benchmarks/gpu_depthwise_probe.py --bn --out $OUT"
         result["batch_norm_train"] = bn_train_grid(log, a.device, [(2, 8, 16)] if a.tiny else BATCH_NORMS)
