@@ -34,8 +34,8 @@ timing cannot resolve the kernel or timed another one:
 - bf16 NCHW convolutions (all kernels of one call, cuDNN's layout transposes included), gpu_grid.json;
 - eval-mode bf16 batch norm at CNN activation shapes (gpu_bn.json), replacing calibrate's fp32 batch
   norm of one 64-channel image, whose kernel had too few planes to spread (0.6 TB/s on the H100);
-- training-mode batch norm (forward and backward) and EfficientNet-B0's depthwise convolutions (forward
-  and backward), depthwise-probe/ (training_kernels).
+- training-mode batch norm (forward and backward), EfficientNet-B0's depthwise convolutions (forward
+  and backward) and dense convolutions' backward at ResNet's shapes, depthwise-probe/ (training_kernels).
 Writes atomically; prints what it wrote. `--no-loo` skips the leave-one-out report (minutes).
 """
 
@@ -164,8 +164,8 @@ def build(device: str) -> dict:
 
 
 def training_kernels(device: str) -> list[dict]:
-    """Kernel-timed training-mode batch norm (forward with batch statistics, and backward) and depthwise
-    convolutions (forward, and backward: input and weight gradients) from
+    """Kernel-timed training-mode batch norm (forward with batch statistics, and backward), depthwise
+    convolutions (forward, and backward: input and weight gradients) and dense convolutions' backward from
     benchmarks/data/measured/<device>/depthwise-probe/ (benchmarks/gpu_depthwise_probe.py): eval-mode
     batch norm and dense convolutions run other kernels, 2-6x faster per byte. Bytes as planner counts
     the aten op: every input and output tensor."""
@@ -188,6 +188,13 @@ def training_kernels(device: str) -> list[dict]:
         rows.append({"kind": "depthwise_backward", **shape,
                      "bytes": 2.0 * (n * c * out * out + 2 * n * c * hw * hw + 2 * c * k * k),
                      "flop": 2.0 * d["flop_fwd"], "time_s": d["bwd_kernel_s"]})
+    for c in json.loads((base / "gpu_conv_backward.json").read_text())["conv_backward"]:
+        n, cin, cout, hw, out, k = c["n"], c["cin"], c["cout"], c["hw"], c["out_hw"], c["ksize"]
+        # input and weight gradients: each one forward's FLOP; reads dy, x and w, writes dx and dw
+        rows.append({"kind": "conv_backward", "dtype": "bf16", "n": n, "cin": cin, "cout": cout, "hw": hw, "ksize": k,
+                     "stride": c["stride"], "pad": c["pad"], "flop": 2.0 * c["flop_fwd"],
+                     "bytes": 2.0 * (n * cout * out * out + 2 * n * cin * hw * hw + 2 * cout * cin * k * k),
+                     "time_s": c["bwd_kernel_s"], "timing": "kernel", "source": "conv_backward"})
     return rows
 
 

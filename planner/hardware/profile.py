@@ -250,11 +250,13 @@ def _features(m: dict) -> tuple[str, tuple[float, ...], tuple[int, int, int, int
         # fp32 attention runs other kernels than 16-bit flash attention (no flash kernel takes fp32)
         key = "attention:fp32" if m.get("dtype") == "fp32" else "attention"
         return key, feats, (m["bh"], m["sq"], m["sk"], m["d"])
-    if kind == "conv":
+    if kind in ("conv", "conv_backward"):
         out = (m["hw"] + 2 * m["pad"] - m["ksize"]) // m["stride"] + 1
         gm, gn, gk = m["n"] * out * out, m["cout"], m["cin"] * m["ksize"] ** 2
-        # fp32 convolutions run other cuDNN kernels than 16-bit ones (no tensor-core layout transposes)
+        # fp32 convolutions run other cuDNN kernels than 16-bit ones (no tensor-core layout transposes);
+        # the backward (input and weight gradients) is featured by its forward's implicit GEMM
         key = "conv:fp32" if m.get("dtype") == "fp32" else "conv"
+        key = "conv_backward" if kind == "conv_backward" else key
         return key, (_log2(gm), _log2(gn), _log2(gk), _log2(m["ksize"] ** 2)), (1, gm, gn, gk)
     if kind == "batch_norm" and "hw" in m:
         # NCHW batch norm timed at real activation shapes: bytes and plane size (hw x hw)

@@ -25,7 +25,7 @@ SCHEMA = 1
 """The profile layout read here (`schema` in profile.json, as planner/calibration/calibrate.py writes it)."""
 # the shape fields of each measured kind (whole numbers >= 1); the other kinds are sized by `bytes`
 SHAPES = {"gemm": ("m", "n", "k"), "bmm": ("b", "m", "n", "k"), "attention": ("bh", "sq", "sk", "d"),
-          "conv": ("n", "cin", "hw", "cout", "ksize", "stride"),
+          "conv": ("n", "cin", "hw", "cout", "ksize", "stride"), "conv_backward": ("n", "cin", "hw", "cout", "ksize", "stride"),
           "batch_norm_train": ("n", "c", "hw"), "batch_norm_backward": ("n", "c", "hw"),
           "depthwise": ("n", "c", "hw", "ksize", "stride"), "depthwise_backward": ("n", "c", "hw", "ksize", "stride")}
 OVERHEADS = ("launch", "view")
@@ -147,7 +147,7 @@ def _plainly_sound(m) -> bool:
     if type(m) is not dict:
         return False
     kind = m.get("kind")
-    if kind not in _KINDS or kind == "conv":
+    if kind not in _KINDS or kind in ("conv", "conv_backward"):
         return False
     for key in ("time_s", "flop", "bytes"):
         value = m.get(key)
@@ -180,7 +180,7 @@ def _check_measurement(m, where: str) -> None:
         if (key in m or kind in kinds) and not isinstance(m.get(key), valid):
             raise ConfigError(f"{where}: {key} must be {'a string' if valid is str else 'true or false'}, "
                               f"got {_show(m.get(key))}")
-    if kind == "conv":
+    if kind in ("conv", "conv_backward"):
         pad = m.get("pad")
         if isinstance(pad, bool) or pad != 0:
             pad = _count(pad, f"{where}: pad")

@@ -48,7 +48,7 @@ def alignment_bytes(rec: OpRecord) -> int:
 
 def _op_key(rec: OpRecord, category: str, dtype: str, models: dict) -> tuple[str, tuple[float, ...], object] | None:
     """The model key, features and wave shape for one op of a graph."""
-    special = _training_kernel_key(rec, category, models)
+    special = _training_kernel_key(rec, category, models) or _conv_backward_key(rec, category, models)
     if special is not None:
         return special
     if category in ("matmul", "conv", "attention"):
@@ -116,6 +116,20 @@ def _training_kernel_key(rec: OpRecord, category: str, models: dict) -> tuple[st
         stride = stride[0] if isinstance(stride, (tuple, list)) and stride else stride
         return key, (_log2(max(_bytes(rec), 1.0)), _log2(math.prod(w.shape[2:])), float(stride)), None
     return None
+
+
+def _conv_backward_key(rec: OpRecord, category: str, models: dict) -> tuple[str, tuple[float, ...], tuple] | None:
+    """A dense 16-bit convolution's backward where the profile timed it ("conv_backward"): featured, as
+    profile._features reads the measurements, by its forward's implicit GEMM (M = N x output pixels,
+    N = output channels, K = input channels x filter size) and filter size; None otherwise."""
+    if category != "conv" or rec.packet != "aten.convolution_backward" or "conv_backward" not in models:
+        return None
+    dy, w = rec.arg("grad_output"), rec.arg("weight")
+    if (dy is None or w is None or len(dy.shape) != 4 or len(w.shape) != 4 or rec.arg("groups", 1) != 1
+            or _rec_dtype(rec) not in ("bf16", "fp16")):
+        return None
+    m, n, k = dy.shape[0] * dy.shape[2] * dy.shape[3], dy.shape[1], math.prod(w.shape[1:])
+    return "conv_backward", (_log2(m), _log2(n), _log2(k), _log2(math.prod(w.shape[2:]))), (1, m, n, k)
 
 
 def _bytes(rec: OpRecord) -> float:

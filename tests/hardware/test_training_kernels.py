@@ -1,6 +1,6 @@
-"""Training-mode batch norm and depthwise convolutions take the kernel curves measured for them
-(benchmarks/gpu_depthwise_probe.py on the lent H100 and H200), not eval-mode batch norm's or dense
-convolutions'."""
+"""Training-mode batch norm, depthwise convolutions and dense convolutions' backward take the kernel
+curves measured for them (benchmarks/gpu_depthwise_probe.py on the lent H100 and H200), not eval-mode
+batch norm's, dense convolutions' or the datasheet's."""
 
 import copy
 import json
@@ -46,10 +46,13 @@ def test_each_kind_of_op_takes_its_own_curve():
         "depthwise convolution": eff._key(depthwise, "conv")[0],
         "depthwise backward": eff._key(depthwise_back, "conv")[0],
         "dense convolution": eff._key(dense, "conv")[0],
+        "dense backward": eff._key(next(r for r in train.graph.records
+                                        if r.packet == "aten.convolution_backward" and r.arg("groups") == 1), "conv")[0],
         "eval batch norm": eff._key(next(r for r in infer.graph.records if "batch_norm" in r.packet), "norm")[0],
     }
     assert keys == {"training batch norm": "bn_train", "its backward": "bn_backward", "depthwise convolution": "dw",
-                    "depthwise backward": "dw_backward", "dense convolution": "conv", "eval batch norm": "bn"}
+                    "depthwise backward": "dw_backward", "dense convolution": "conv", "dense backward": "conv_backward",
+                    "eval batch norm": "bn"}
 
 
 @pytest.mark.parametrize("phase, packet, measured_key", [
@@ -99,3 +102,20 @@ def test_cnn_training_steps_on_the_h100_and_h200_within_25_percent():
     errors = {(c["device"], c["spec"], c["dtype"]): predict_case(c, c["device"])[0] / c["measured_s"] - 1
               for c in cases}
     assert all(abs(e) <= 0.25 for e in errors.values()), errors
+
+
+def test_a_measured_convolution_backward_is_predicted_at_its_measured_time():
+    """ResNet-50's 3x3 convolution of 128 channels at 28x28, batch 128, is a measured point: its backward
+    (input and weight gradients, 2 x 2 x 128 x 128 x 28 x 28 x 128 x 9 = 59.2 GFLOP) took 239.9 us on the
+    H100 (gpu_conv_backward.json): 247 TFLOP/s."""
+    device, eff = _h100()
+    graph = build_graph(resolve("resnet50"), Workload("training", 128, None, None, 224, "bf16", mixed_precision="amp"))
+    rec = next(r for r in graph.graph.records if r.packet == "aten.convolution_backward"
+               and r.arg("weight").shape == (128, 128, 3, 3) and r.arg("grad_output").shape == (128, 128, 28, 28))
+    from planner.workload.counting import classify
+    category, cost = classify(rec, False)
+    assert cost.flop == 2 * 2 * 128 * 128 * 28 * 28 * 128 * 9
+    measured = next(c for c in json.loads((PROBE / "gpu_conv_backward.json").read_text())["conv_backward"]
+                    if (c["n"], c["cin"], c["cout"], c["hw"], c["ksize"]) == (128, 128, 128, 28, 3))["bwd_kernel_s"]
+    assert measured == pytest.approx(239.9e-6, abs=0.1e-6)
+    assert op_time(rec, category, cost, "bf16", device, eff).time_s == pytest.approx(measured, rel=0.05)
