@@ -119,3 +119,27 @@ def test_committed_profiles_load_and_predict_in_their_own_tier():
             full = all(any(k.startswith(f) for k in kinds) for f in ("gemm", "attention", "memory"))
             assert eff.band_fraction == (profile.raw["held_out"]["p90_abs_error"] if full else
                                          max(profile.raw["held_out"]["p90_abs_error"], ctx.defaults.datasheet_band_fraction))
+
+
+def test_the_grid_interpolation_is_scipys_multilinear_one():
+    """profile._Grid returns what scipy's RegularGridInterpolator(method="linear") returns, at grid points
+    and between them: on a 3 x 4 x 2 grid of f = 2a + 3b - c + ab (bilinear terms are reproduced exactly
+    by multilinear interpolation), and at 500 random points of a random grid."""
+    import numpy as np
+    from scipy.interpolate import RegularGridInterpolator
+
+    from planner.hardware.profile import _Grid
+
+    axes = [np.array([0.0, 1.0, 3.0]), np.array([-1.0, 0.0, 2.0, 5.0]), np.array([10.0, 12.0])]
+    a, b, c = np.meshgrid(*axes, indexing="ij")
+    grid = _Grid(axes, 2 * a + 3 * b - c + a * b)
+    # f(2, 1, 11) = 4 + 3 - 11 + 2 = -2, inside a cell
+    assert grid((2.0, 1.0, 11.0)) == pytest.approx(-2.0)
+    assert grid((3.0, 5.0, 12.0)) == pytest.approx(2 * 3 + 3 * 5 - 12 + 15)  # the upper corner
+    rng = np.random.default_rng(1)
+    axes = [np.sort(rng.uniform(0, 10, n)) for n in (5, 6, 4)]
+    values = rng.normal(size=(5, 6, 4))
+    grid, ref = _Grid(axes, values), RegularGridInterpolator(axes, values, method="linear")
+    for _ in range(500):
+        q = np.array([rng.uniform(ax[0], ax[-1]) for ax in axes])
+        assert grid(q) == pytest.approx(float(ref(q.reshape(1, -1))[0]), abs=1e-12)
