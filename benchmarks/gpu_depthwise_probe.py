@@ -246,6 +246,8 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="small shapes (a dry run of the code)")
     ap.add_argument("--bn", action="store_true", help="only training-mode batch norm (gpu_bn_train.json)")
     ap.add_argument("--conv", action="store_true", help="only dense convolutions' backward (gpu_conv_backward.json)")
+    ap.add_argument("--models", nargs="+", metavar="CASE[:amp]",
+                    help="only these model steps (gpu_models.json), e.g. resnet50:training:b=64:amp")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -272,6 +274,12 @@ def main() -> None:
         tmp.write_text(json.dumps(result, indent=1))
         tmp.replace(out / name)
 
+    if a.models:
+        result["command"] = "python3 benchmarks/gpu_depthwise_probe.py --models " + " ".join(a.models) + " --out $OUT"
+        cases = [(m.removesuffix(":amp"), m.endswith(":amp")) for m in a.models]
+        result["models"] = models(log, a.device, cases)
+        save("gpu_models.json")
+        return
     if a.conv:
         result["command"] = "python3 benchmarks/gpu_depthwise_probe.py --conv --out $OUT"
         result["conv_backward"] = conv_backward_grid(log, a.device, [(2, 3, 8, 16, 3, 1)] if a.tiny else CONVS)

@@ -15,6 +15,9 @@ runs under benchmarks/data/measured/<device>/):
 - "depthwise-probe": benchmarks/gpu_depthwise_probe.py on lent machines (2026-11-26): EfficientNet-B0/B4
   and ResNet-50 training steps (CNN training: batch statistics, depthwise convolutions) and EfficientNet-B0
   inference, GPU-bound, timed as the probe times its models.
+- "cnn-holdout": the same probe's --models run on the H100, after the curves were added: batches and
+  models none of them was fitted on (ResNet-50 and EfficientNet-B0 at 64 and 128, ConvNeXt-B with 7x7
+  depthwise filters, ViT-B/16 as a control without batch norm).
 - "validate-<date>": `planner validate` runs that measured their own machine's dispatch (the isolated
   call before the GEMMs, the host per op right before each model case, as their log records). The
   first H200 run (validate-2026-11-26) measured the host only at its start; its model cases are left
@@ -128,6 +131,13 @@ def rebuild_data() -> dict:
                           "measured_s": row["event_s"], "kernel_s": row["kernel_sum_s"], "host_issue_s": row["issue_s"],
                           "kernels": row["kernels"],
                           "source": f"benchmarks/data/measured/{device}/depthwise-probe/gpu_depthwise_probe.json"})
+        held = base / "depthwise-probe" / "gpu_models.json"
+        for row in json.loads(held.read_text())["models"] if held.exists() else ():
+            cases.append({"device": device, "run": "cnn-holdout", "kind": "model", "spec": row["case"],
+                          "dtype": "amp-bf16" if row["amp"] else "bf16", "engine": "eager",
+                          "measured_s": row["event_s"], "kernel_s": row["kernel_sum_s"], "host_issue_s": row["issue_s"],
+                          "kernels": row["kernels"],
+                          "source": f"benchmarks/data/measured/{device}/depthwise-probe/gpu_models.json"})
     return {"what": "planner's measurements of a real H100 SXM and H200 SXM: model steps and single GEMMs timed "
                     "with CUDA events around one call (measured_s); probe rows also the profiler's kernel sum "
                     "(kernel_s) and the host's issue time of the step (host_issue_s)",
