@@ -1,5 +1,9 @@
 """Depthwise convolutions on a real GPU: EfficientNet's steps and its depthwise kernels, eager PyTorch.
 
+Note: the runs of 2026-11-26 under benchmarks/data/measured/*/depthwise-probe/ were made before `both`
+cleared the leaf tensors' .grad, so their backward times hold one gradient accumulation each, which
+scripts/eager_profile.py subtracts.
+
 planner's published-row validation has EfficientNet-B0/B4 training on an A100 2.3-2.8x faster than
 NVIDIA's measurements (DEV-016..019), and the calibration profiles time only dense convolutions: a
 depthwise convolution (groups = channels) is predicted from the dense curves. This script measures,
@@ -126,6 +130,7 @@ def depthwise_grid(log, device: str, shapes, batches) -> list[dict]:
                     F.conv2d(x, weight, None, stride, k // 2, 1, c)
 
             def both(_):
+                x.grad = weight.grad = None  # a training step never accumulates into an activation's grad
                 y = F.conv2d(x, weight, None, stride, k // 2, 1, c)
                 y.backward(grad)
             fwd(0)
@@ -173,6 +178,7 @@ def bn_train_grid(log, device: str, shapes) -> list[dict]:
                 F.batch_norm(x, rm, rv, weight, bias, True)
 
         def both(_):
+            x.grad = weight.grad = bias.grad = None  # a training step never accumulates into an activation's grad
             F.batch_norm(x, rm, rv, weight, bias, True).backward(grad)
         fwd(0)
         both(0)
@@ -214,6 +220,7 @@ def conv_backward_grid(log, device: str, shapes) -> list[dict]:
                 F.conv2d(x, weight, None, st, ks // 2)
 
         def both(_):
+            x.grad = weight.grad = None  # a training step never accumulates into an activation's grad
             F.conv2d(x, weight, None, st, ks // 2).backward(grad)
         fwd(0)
         both(0)

@@ -139,7 +139,7 @@ def build(device: str) -> dict:
         added.append({"kind": "batch_norm", "dtype": "bf16", "n": b["n"], "c": b["c"], "hw": b["hw"],
                       "bytes": b["bytes"], "flop": 2.0 * b["n"] * b["c"] * b["hw"] ** 2, "time_s": b["kernel_s"],
                       "timing": "kernel", "kernel": b["kernel"], "source": "bn"})
-    added += training_kernels(device)
+    added += training_kernels(device, raw)
     kept = [x for x in raw["measurements"] if not (x["kind"] == "gemm" and x["dtype"] in ("bf16", "fp16")
                                                     and x["time_s"] < LONG_EVENT_S)
             and x["kind"] != "batch_norm"]
@@ -147,11 +147,12 @@ def build(device: str) -> dict:
                        f"{LONG_EVENT_S * 1e6:.0f} us, replaced by the kernel-timed bf16 grid (fp16 runs at its rate), "
                        "and the fp32 batch norm of one 64-channel image, replaced by bf16 batch norm at CNN shapes "
                        "(gpu_bn.json)")
-    probe = json.loads((base / "depthwise-probe" / "gpu_depthwise_probe.json").read_text())
-    raw["provenance"]["depthwise-probe"] = {
-        "gpu": probe["gpu"], "nvidia_smi": probe["nvidia_smi"], "torch": probe["torch"], "date": probe["date"],
-        "command": "python3 benchmarks/gpu_depthwise_probe.py --out $OUT; ... --bn --out $OUT",
-        "copied_from": f"benchmarks/data/measured/{device}/depthwise-probe/"}
+    for name in ("gpu_depthwise_probe.json", "gpu_bn_train.json", "gpu_conv_backward.json"):
+        probe = json.loads((base / "depthwise-probe" / name).read_text())
+        raw["provenance"][f"depthwise-probe/{name}"] = {
+            "gpu": probe["gpu"], "nvidia_smi": probe["nvidia_smi"], "torch": probe["torch"], "date": probe["date"],
+            "command": probe["command"], "copied_from": f"benchmarks/data/measured/{device}/depthwise-probe/{name}",
+            "note": "backward times less one gradient accumulation the probe ran (training_kernels)"}
     raw["provenance"]["grid"] = {"gpu": grid["gpu"], "nvidia_smi": grid["nvidia_smi"], "torch": grid["torch"],
                                  "date": grid["date"], "command": grid["command"],
                                  "copied_from": f"benchmarks/data/measured/{device}/probe/gpu_grid.json"}
@@ -163,12 +164,28 @@ def build(device: str) -> dict:
     return raw
 
 
-def training_kernels(device: str) -> list[dict]:
+def training_kernels(device: str, raw: dict) -> list[dict]:
     """Kernel-timed training-mode batch norm (forward with batch statistics, and backward), depthwise
     convolutions (forward, and backward: input and weight gradients) and dense convolutions' backward from
     benchmarks/data/measured/<device>/depthwise-probe/ (benchmarks/gpu_depthwise_probe.py): eval-mode
     batch norm and dense convolutions run other kernels, 2-6x faster per byte. Bytes as planner counts
-    the aten op: every input and output tensor."""
+    the aten op: every input and output tensor.
+
+    The probe's backward calls ran on leaf tensors whose .grad it did not clear, so each also ran one
+    gradient accumulation (x.grad += dx: reads two activations, writes one, 3 |x| bytes) that a training
+    step never runs. It is subtracted at this GPU's own measured rates: the kernel floor plus 3 |x| at the
+    streaming rate of calibrate's largest elementwise add (weight and bias gradients are per channel)."""
+    adds = sorted((m["bytes"], m["time_s"]) for m in raw["measurements"] if m["kind"] == "add")
+    rate = adds[-1][0] / adds[-1][1]
+    floor = raw["dispatch"]["kernel_floor_s"]
+
+    def backward_s(measured_s: float, x_bytes: float) -> float:
+        accumulate = floor + 3 * x_bytes / rate
+        if measured_s - accumulate <= 0.2 * measured_s:
+            raise SystemExit(f"{device}: a backward of {measured_s * 1e6:.1f} us cannot hold a {accumulate * 1e6:.1f} us "
+                             "accumulation: re-measure")
+        return measured_s - accumulate
+
     base = ROOT / "benchmarks" / "data" / "measured" / device / "depthwise-probe"
     rows = []
     for b in json.loads((base / "gpu_bn_train.json").read_text())["batch_norm_train"]:
@@ -177,7 +194,7 @@ def training_kernels(device: str) -> list[dict]:
         rows.append({"kind": "batch_norm_train", **shape, "bytes": b["bytes_fwd"], "flop": 7.0 * elements,
                      "time_s": b["fwd_kernel_s"]})
         rows.append({"kind": "batch_norm_backward", **shape, "bytes": b["bytes_bwd"], "flop": 14.0 * elements,
-                     "time_s": b["bwd_kernel_s"]})
+                     "time_s": backward_s(b["bwd_kernel_s"], 2.0 * elements)})
     for d in json.loads((base / "gpu_depthwise_probe.json").read_text())["depthwise"]:
         n, c, hw, out, k = d["n"], d["c"], d["hw"], d["out_hw"], d["ksize"]
         shape = {"dtype": "bf16", "n": n, "c": c, "hw": hw, "ksize": k, "stride": d["stride"], "pad": d["pad"],
@@ -187,14 +204,15 @@ def training_kernels(device: str) -> list[dict]:
                      "time_s": d["fwd_kernel_s"]})
         rows.append({"kind": "depthwise_backward", **shape,
                      "bytes": 2.0 * (n * c * out * out + 2 * n * c * hw * hw + 2 * c * k * k),
-                     "flop": 2.0 * d["flop_fwd"], "time_s": d["bwd_kernel_s"]})
+                     "flop": 2.0 * d["flop_fwd"], "time_s": backward_s(d["bwd_kernel_s"], 2.0 * n * c * hw * hw)})
     for c in json.loads((base / "gpu_conv_backward.json").read_text())["conv_backward"]:
         n, cin, cout, hw, out, k = c["n"], c["cin"], c["cout"], c["hw"], c["out_hw"], c["ksize"]
         # input and weight gradients: each one forward's FLOP; reads dy, x and w, writes dx and dw
         rows.append({"kind": "conv_backward", "dtype": "bf16", "n": n, "cin": cin, "cout": cout, "hw": hw, "ksize": k,
                      "stride": c["stride"], "pad": c["pad"], "flop": 2.0 * c["flop_fwd"],
                      "bytes": 2.0 * (n * cout * out * out + 2 * n * cin * hw * hw + 2 * cout * cin * k * k),
-                     "time_s": c["bwd_kernel_s"], "timing": "kernel", "source": "conv_backward"})
+                     "time_s": backward_s(c["bwd_kernel_s"], 2.0 * n * cin * hw * hw), "timing": "kernel",
+                     "source": "conv_backward"})
     return rows
 
 

@@ -258,7 +258,8 @@ def _features(m: dict) -> tuple[str, tuple[float, ...], tuple[int, int, int, int
         # fp32 convolutions run other cuDNN kernels than 16-bit ones (no tensor-core layout transposes);
         # the backward (input and weight gradients) is featured by its forward's implicit GEMM
         key = "conv:fp32" if m.get("dtype") == "fp32" else "conv"
-        key = "conv_backward" if kind == "conv_backward" else key
+        if kind == "conv_backward":  # read for 16-bit ops only (profile_select); fp32 kept apart
+            key = "conv_backward:fp32" if m.get("dtype") == "fp32" else "conv_backward"
         return key, (_log2(gm), _log2(gn), _log2(gk), _log2(m["ksize"] ** 2)), (1, gm, gn, gk)
     if kind == "batch_norm" and "hw" in m:
         # NCHW batch norm timed at real activation shapes: bytes and plane size (hw x hw)
@@ -268,7 +269,8 @@ def _features(m: dict) -> tuple[str, tuple[float, ...], tuple[int, int, int, int
         return _BN_KEYS[kind], (_log2(m["bytes"]), _log2(m["hw"] ** 2)), None
     if kind in ("depthwise", "depthwise_backward") and "ksize" in m:
         # ATen's depthwise kernels (groups = channels): streamed bytes, slower with larger filters and
-        # faster with stride 2 (fewer outputs per input read)
+        # faster with stride 2 (fewer outputs per input read); η against the matrix peak, as op_time reads
+        # a convolution
         return _DW_KEYS[kind], (_log2(m["bytes"]), _log2(m["ksize"] ** 2), float(m["stride"])), None
     if kind == "copy" and not m.get("warm", True):
         return "mem:copy_cold", (_log2(m["bytes"]),), None
@@ -408,7 +410,7 @@ class ProfileModel:
                 continue
             key, feats, shape = _features(m)
             dtype = m.get("dtype", "fp32")
-            matrix = key.startswith(("gemm", "bmm", "attention", "conv"))
+            matrix = key.startswith(("gemm", "bmm", "attention", "conv", "dw"))
             if (matrix, dtype) not in peaks:
                 peaks[matrix, dtype] = _dtype_peak(device, dtype) if matrix else _vector_peak(device, dtype)
             peak = peaks[matrix, dtype]
@@ -457,7 +459,7 @@ class ProfileModel:
         """Measured η of one measurement on `device` (wave quantization divided out on GPUs)."""
         key, _, shape = _features(m)
         dtype = m.get("dtype", "fp32")
-        peak = _dtype_peak(device, dtype) if key.startswith(("gemm", "bmm", "attention", "conv")) else \
+        peak = _dtype_peak(device, dtype) if key.startswith(("gemm", "bmm", "attention", "conv", "dw")) else \
             _vector_peak(device, dtype)
         if not peak:
             return None

@@ -96,10 +96,12 @@ def _training_kernel_key(rec: OpRecord, category: str, models: dict) -> tuple[st
     norm and its backward ("bn_train", "bn_backward"), depthwise convolutions and their backward ("dw",
     "dw_backward"); None otherwise. Features: log2 bytes (every input and output tensor) and the plane
     size (batch norm) or the filter size and stride (depthwise), as profile._features reads them."""
+    if not rec.packet.startswith("aten."):
+        return None  # a fused group (torch.compile's Triton kernels): not ATen's kernels these curves timed
     if category == "norm" and "batch_norm" in rec.packet:
         backward = "backward" in rec.packet
-        training = backward or bool(rec.arg("training", "no_training" not in rec.packet
-                                            and "no_update" not in rec.packet))
+        training = bool(rec.arg("train", True)) if backward else bool(
+            rec.arg("training", "no_training" not in rec.packet and "no_update" not in rec.packet))
         key = "bn_backward" if backward else "bn_train"
         x = rec.arg("input") or rec.arg("self")
         if not training or key not in models or x is None or len(x.shape) < 3:
@@ -125,8 +127,11 @@ def _conv_backward_key(rec: OpRecord, category: str, models: dict) -> tuple[str,
     if category != "conv" or rec.packet != "aten.convolution_backward" or "conv_backward" not in models:
         return None
     dy, w = rec.arg("grad_output"), rec.arg("weight")
+    mask = rec.arg("output_mask", (True, True, True))
+    # measured with both gradients; a backward of the weight alone (a network's first convolution, whose
+    # input is the data) runs other kernels and stays on the datasheet tier
     if (dy is None or w is None or len(dy.shape) != 4 or len(w.shape) != 4 or rec.arg("groups", 1) != 1
-            or _rec_dtype(rec) not in ("bf16", "fp16")):
+            or _rec_dtype(rec) not in ("bf16", "fp16") or not (mask[0] and mask[1])):
         return None
     m, n, k = dy.shape[0] * dy.shape[2] * dy.shape[3], dy.shape[1], math.prod(w.shape[1:])
     return "conv_backward", (_log2(m), _log2(n), _log2(k), _log2(math.prod(w.shape[2:]))), (1, m, n, k)
