@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +40,8 @@ try:  # the zoo's package, installed as planner_models; on a bare machine, the m
 except ImportError:
     import importlib
     sys.modules["planner_models"] = importlib.import_module("models")
+
+from gpu_probe import file_log, nvidia_smi  # noqa: E402
 
 from planner.calibration.bench import measure  # noqa: E402
 
@@ -205,17 +206,8 @@ def main() -> None:
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    lines: list[str] = []
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-        lines.append(line)
-        (out / "gpu_compile_probe.log").write_text("\n".join(lines) + "\n")
-
-    smi = ""
-    if a.device == "cuda":
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,power.limit,clocks.max.sm",
-                              "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    log = file_log(out / "gpu_compile_probe.log")
+    smi = nvidia_smi() if a.device == "cuda" else ""
     try:  # its version is part of what compiled (a CPU build compiles C++ instead)
         import triton
         triton_version = triton.__version__

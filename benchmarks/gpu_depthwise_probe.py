@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,7 +43,7 @@ except ImportError:
     import importlib
     sys.modules["planner_models"] = importlib.import_module("models")
 
-from gpu_probe import profiled  # noqa: E402
+from gpu_probe import file_log, nvidia_smi, profiled  # noqa: E402
 
 from planner.calibration.bench import measure  # noqa: E402
 
@@ -258,17 +257,8 @@ def main() -> None:
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    lines: list[str] = []
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-        lines.append(line)
-        (out / "gpu_depthwise_probe.log").write_text("\n".join(lines) + "\n")
-
-    smi = ""
-    if a.device == "cuda":
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,power.limit,clocks.max.sm",
-                              "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    log = file_log(out / "gpu_depthwise_probe.log")
+    smi = nvidia_smi() if a.device == "cuda" else ""
     result = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "gpu": torch.cuda.get_device_name(0) if a.device == "cuda" else "cpu", "nvidia_smi": smi,
               "torch": torch.__version__, "cuda": torch.version.cuda,

@@ -85,6 +85,24 @@ def trace_stats(path: str) -> dict:
             "top_kernels": sorted(([n, c, t] for n, (c, t) in by_name.items()), key=lambda r: -r[2])[:12]}
 
 
+def nvidia_smi() -> str:
+    """The GPU's name, driver, power limit and top SM clock as nvidia-smi reports them."""
+    return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,power.limit,clocks.max.sm",
+                           "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+
+
+def file_log(path: Path):
+    """A log(line) that prints each line and rewrites `path` with every line so far: a run cut off by its
+    lease keeps the log of what it measured."""
+    lines: list[str] = []
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+        path.write_text("\n".join(lines) + "\n")
+    return log
+
+
 def profiled(fn, steps: int, keep: str | None = None) -> dict:
     """Run fn `steps` times under the profiler (CPU + CUDA) and return trace_stats per step."""
     from torch.profiler import ProfilerActivity, profile
@@ -359,8 +377,7 @@ def main() -> None:
         print(line, flush=True)
         log_lines.append(line)
 
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,power.limit,clocks.max.sm",
-                          "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    smi = nvidia_smi()
     result = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": torch.cuda.get_device_name(0),
               "nvidia_smi": smi, "torch": torch.__version__, "cuda": torch.version.cuda,
               "cudnn": torch.backends.cudnn.version(), "cpu": platform.processor() or platform.machine(),
