@@ -123,12 +123,22 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def parse_json(text: str, what: str, max_depth: int = MAX_JSON_DEPTH):
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"{text[:40]} is beyond the range of a float")
+    return value
+
+
+def parse_json(text: str, what: str, max_depth: int = MAX_JSON_DEPTH, finite: bool = False):
     """Parse JSON text; raise ConfigError when it is malformed, nested deeper than `max_depth`, or holds
-    NaN or Infinity."""
+    NaN or Infinity; with `finite`, also when a number overflows a float (1e400), so that every float of
+    the result is finite (a reader of many numbers then need not walk them again)."""
     if json_depth(text) > max_depth:
         raise ConfigError(f"{what}: JSON nested deeper than {max_depth} levels")
     try:
+        if finite:
+            return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
         return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None

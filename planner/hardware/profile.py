@@ -143,7 +143,7 @@ def read_profile(path: Path) -> Profile:
     has an unknown schema, or holds a number that is not finite or out of range."""
     where = f"calibration profile '{path}'"
     raw = parse(read_text(path, "calibration profile"), where)
-    check_profile(raw, where)
+    check_profile(raw, where, floats_finite=True)  # parse refused every float that is not finite
     return Profile(raw["device_id"], raw["device_name"], raw["kind"], raw.get("properties", {}), raw["ceilings"],
                    tuple(raw["measurements"]), raw["date"], str(path), raw)
 

@@ -357,11 +357,19 @@ def compare(model: str | Model, devices: list[str] | None = None, mode: str = "i
         device = ctx.device(device_id)
         rows.append(_best_row(ctx, resolved, device, mode, batch, input_len, output_len, seq_len, image_size, dtype,
                               pricing, training))
-    frame = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     column, ascending = SORT_KEYS[sort]
-    frame["_fits"] = frame["fits"].fillna(False).astype(bool)
-    frame = frame.sort_values(["_fits", column], ascending=[False, ascending], na_position="last").drop(columns="_fits")
-    return frame.reset_index(drop=True)
+    return pd.DataFrame(_sorted_rows(rows, column, ascending), columns=COMPARE_COLUMNS)
+
+
+def _sorted_rows(rows: list[dict], column: str, ascending: bool) -> list[dict]:
+    """`rows` with those that fit first, then by `column` (missing values last), ties in their order: what
+    DataFrame.sort_values(["fits", column], na_position="last") gives, in a tenth of its time (a cached
+    compare spent half its time there)."""
+    def key(row: dict):
+        value = row.get(column)
+        missing = value is None or value != value  # None or NaN
+        return (not row.get("fits"), missing, 0.0 if missing else (value if ascending else -value))
+    return sorted(rows, key=key)
 
 
 def tp_candidates(ctx: Context, model: Model, device) -> list[int]:

@@ -46,6 +46,7 @@ from pathlib import Path
 from planner.errors import ConfigError
 from planner.hardware.catalog import CONFIDENCE, DEFAULT_ROOT, Catalog, Device
 from planner.hardware.cells import read_rows
+from planner.memo import IdentityMemo
 from planner.predict.roofline import OpTime
 from planner.workload.counting import OpCost
 
@@ -122,6 +123,10 @@ class CloudPue:
     confidence: str
 
 
+_CURVES = IdentityMemo(1024)
+"""PowerModel.curve_for by (model, device)."""
+
+
 @dataclass(frozen=True, slots=True)
 class PowerModel:
     """The energy model's data: the datasheet fractions, the measured power curves and the cloud
@@ -165,7 +170,11 @@ class PowerModel:
 
     def curve_for(self, device: Device) -> PowerCurve | None:
         """`device`'s own measured curve, else that of a measured GPU of its vendor and generation
-        (the nearest TDP); None for the datasheet fractions (or without a sourced TDP)."""
+        (the nearest TDP); None for the datasheet fractions (or without a sourced TDP). Memoized by
+        model and device: each op of a new graph asks it twice."""
+        return _CURVES.get((self, device), (), lambda: self._find_curve(device))
+
+    def _find_curve(self, device: Device) -> PowerCurve | None:
         if not device.tdp_w or not self.curves:
             return None
         for curve in self.curves:
@@ -245,6 +254,18 @@ class PowerModel:
     def op_energy_j(self, t: OpTime, device: Device, cost: OpCost | None = None) -> float:
         """Energy in joules of one op timed `t` on `device`."""
         return self.power_w(t, device, cost) * t.time_s
+
+    def sustained_energy_j(self, t: OpTime, device: Device, cost: OpCost | None = None) -> tuple[OpTime, float]:
+        """(sustained(t), op_energy_j of that): the same two numbers with the power model evaluated once
+        where the limit does not slow the op, as for nearly every op (the per-op loop of a new graph)."""
+        if not device.tdp_w or t.time_s <= 0:
+            return self.sustained(t, device, cost), self.power_w(t, device, cost) * t.time_s
+        limit = self.limit_w(device)
+        base, demand = self._base_and_demand_w(t, device, cost)
+        if limit and t.bound not in ("none", "overhead") and limit > base and demand > limit:
+            slowed = self.sustained(t, device, cost)
+            return slowed, self.op_energy_j(slowed, device, cost)
+        return t, min(limit, demand) * t.time_s
 
     def cloud_pue(self, provider: str) -> CloudPue | None:
         """The fleet PUE of cloud `provider` (instances.csv provider name), else the default row;

@@ -94,7 +94,11 @@ def host_launch_s(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel |
     return host_dispatch_s(dg, device, efficiency)[0]
 
 
-def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel):
+def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power: PowerModel,
+               with_rows: bool = False):
+    """The part's totals on `device` (time, energy, FLOP, bytes, bound, rows, breakdown, phase energy,
+    launches, time added by the power limit); rows (OpRow per op) only `with_rows` (the --ops table),
+    else empty: a compare or sweep times each new part on each device and never reads them."""
     time = energy = flop = nbytes = limited = 0.0
     bound: dict[str, float] = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
     launches: dict[str, int] = {}
@@ -109,9 +113,8 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
             launches[view_key] = launches.get(view_key, 0) + op.count
         if burst.bound == "none":
             continue
-        t = power.sustained(burst, device, op.cost)
+        t, e = power.sustained_energy_j(burst, device, op.cost)
         limited += (t.time_s - burst.time_s) * op.count
-        e = power.op_energy_j(t, device, op.cost)
         time += t.time_s * op.count
         energy += e * op.count
         flop += op.cost.flop * op.count
@@ -122,8 +125,9 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
         phase_energy[op.record.phase] = phase_energy.get(op.record.phase, 0.0) + e * op.count
         if op.category != "view":
             launches[op.record.phase] = launches.get(op.record.phase, 0) + op.count
-        rows.append(OpRow(op.record.module, op.record.op, op.category, op.count, op.cost.flop, op.cost.bytes,
-                          t.time_s, t.bound, e))
+        if with_rows:
+            rows.append(OpRow(op.record.module, op.record.op, op.category, op.count, op.cost.flop, op.cost.bytes,
+                              t.time_s, t.bound, e))
     return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches, limited
 
 
@@ -187,7 +191,7 @@ def op_rows(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, power:
     """Every distinct op of `dg` with its time on `device`; layer ops' counts include all layers."""
     rows = []
     for part, times in ((dg.first, 1), (dg.layer, dg.num_layers), (dg.last, 1)):
-        for row in _part_time(part, dg, device, efficiency, power)[5]:
+        for row in _part_time(part, dg, device, efficiency, power, with_rows=True)[5]:
             rows.append(OpRow(row.role, row.op, row.category, row.count * times, row.flop, row.bytes, row.time_s,
                               row.bound, row.energy_j))
     return rows

@@ -195,7 +195,7 @@ def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceG
     counters: dict[str, Counter] = {r: Counter() for r in ROLES}
     for k in kernels(captured.graph, roles, workload.engine):
         share = weights[_layer_index(k.record.module)] if k.role == "layer" and len(weights) > 1 else 1
-        counters[k.role][(replace(k.record, module=k.role), k.category, k.cost, k.absorbed)] += share
+        counters[k.role][(k.record.in_module(k.role), k.category, k.cost, k.absorbed)] += share
 
     def part(role: str) -> Part:
         ops = [CostedOp(rec, category, cost, n, absorbed) for (rec, category, cost, absorbed), n in counters[role].items()]

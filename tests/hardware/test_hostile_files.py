@@ -253,6 +253,9 @@ def _with(index: int, key: str, value) -> str:
     (_with(GEMM, "time_s", float("inf")), "must be a finite number"),
     # 1e400 is valid JSON that parses to infinity
     (_with(GEMM, "time_s", 1234.5).replace('"time_s": 1234.5,', '"time_s": 1e400,'), "must be a finite number"),
+    # an overflow in a field no check reads is still located (parse refuses it; the walk then names it)
+    (_with(GEMM, "spread", 1234.5).replace('"spread": 1234.5', '"spread": -1e400'),
+     f"measurements[{GEMM}].spread must be a finite number"),
     (_with(GEMM, "time_s", "0.001"), "time_s must be a number, got '0.001'"),
     (_with(GEMM, "flop", float("nan")), "flop must be a finite number"),
     (_with(GEMM, "m", 0), "m must be a whole number"),

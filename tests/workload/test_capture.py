@@ -57,3 +57,14 @@ def test_linear_weights_are_recorded_as_stored_transposed(run_captured):
     wg, _ = run_captured("gpt2", mode="prefill", seq_len=32)
     [qkv] = [r for r in wg.graph.records if r.module == "layers.0.attn.qkv_proj" and r.packet == "aten.addmm"]
     assert qkv.arg("mat2").col_major and not qkv.arg("mat1").col_major
+
+
+def test_in_module_equals_dataclasses_replace_for_every_field():
+    # in_module lists OpRecord's fields by hand: a field added to OpRecord must be added there too
+    import dataclasses
+
+    from planner.workload.capture import OpRecord
+    rec = OpRecord("aten.mm.default", "aten.mm", "layers.0.mlp", "forward", (("self", None), ("alpha", 2)), (),
+                   ("out",), True)
+    assert rec.in_module("layer") == dataclasses.replace(rec, module="layer")
+    assert len(dataclasses.fields(OpRecord)) == 8
