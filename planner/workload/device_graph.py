@@ -23,7 +23,7 @@ from planner.workload.engines import get_engine
 from planner.workload.graphs import Workload
 from planner.workload.lowering import Kernel, lower
 from planner.workload.parallelism import Parallelism, shard_config
-from planner.workload.rebatch import clear_anchors, graph_at
+from planner.workload.rebatch import TP_ANCHORS, NotAffine, clear_anchors, derive_tp, graph_at, tp_derivable
 from planner.workload.zoo import Model
 
 ROLES = ("first", "layer", "last")
@@ -149,7 +149,15 @@ def _captured(model: Model, workload: Workload, tp: int, ep: int):
         num_layers = config.num_layers
         kinds, weights = _layer_kinds(config)
         one = replace(config, num_layers=len(kinds), kinds=kinds) if kinds else replace(config, num_layers=1)
-        captured = graph_at(replace(model, config=one), workload)
+        captured = None
+        if ep == 1 and tp_derivable(model, workload, tp):  # from the widths 1 and 2 (rebatch.py), each cached here
+            try:
+                captured = derive_tp(*(_captured(model, workload, t, ep)[2] for t in TP_ANCHORS),
+                                     replace(model, config=one), tp)
+            except NotAffine:
+                pass
+        if captured is None:
+            captured = graph_at(replace(model, config=one), workload)
     elif config is not None:
         captured = graph_at(replace(model, config=config), workload)
     else:

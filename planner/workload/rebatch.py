@@ -13,15 +13,25 @@ Batch 1 is always captured: a dimension of size 1 changes strides and broadcasti
 point on the line. Mixture-of-experts layers route B x S x k tokens over experts, a count that is not
 affine once rounded; models with experts, and custom or library-built models whose code this module
 has not been checked on, are captured at every batch. tests/workload/test_rebatch.py holds the derived
-graphs equal to captured ones across the zoo's families, modes and quantization recipes."""
+graphs equal to captured ones across the zoo's families, modes and quantization recipes.
+
+The same holds across tensor-parallel widths t (`graph_at_tp`). What one device of a decoder runs is
+the model with heads, KV heads, intermediate size and vocabulary divided by t (parallelism.shard_config).
+Where t divides all four, each number of the graph holds at most one of them as a factor, so it is
+affine in 1/t: v(t) = v(1) + (v(2) - v(1)) x (2 - 2/t), from the graphs at t = 1 and 2 (each itself
+captured or derived across the batch). A width that replicates KV heads (t above their count) or
+leaves a remainder is captured, as are models with experts; a number that comes out fractional or
+negative sends the graph to a capture too."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 from functools import lru_cache
 
 from planner.workload.capture import OpGraph, OpRecord, TensorMeta
 from planner.workload.graphs import Workload, WorkloadGraph, build_graph, resolve_workload
+from planner.workload.quant import precision
 from planner.workload.zoo import Model
 
 ANCHORS = (2, 3)
@@ -30,8 +40,8 @@ FAMILIES = ("decoder", "encoder", "vision")
 """Model families whose graphs are affine in the batch (zoo and config.json models)."""
 
 
-class _NotAffine(Exception):
-    """The two anchor graphs differ in something other than a number."""
+class NotAffine(Exception):
+    """The two anchor graphs differ in something other than a number (the caller captures instead)."""
 
 
 def derivable(model: Model, workload: Workload) -> bool:
@@ -56,7 +66,7 @@ def graph_at(model: Model, workload: Workload) -> WorkloadGraph:
     three = _anchor(model, replace(workload, batch=ANCHORS[1]))
     try:
         return derive(two, three, resolve_workload(model, workload))
-    except _NotAffine:
+    except NotAffine:
         return build_graph(model, workload)
 
 
@@ -70,67 +80,114 @@ def clear_anchors() -> None:
     _anchor.cache_clear()
 
 
+TP_ANCHORS = (1, 2)
+"""The tensor-parallel widths whose graphs give every wider one."""
+
+
+def tp_derivable(model: Model, workload: Workload, tp: int) -> bool:
+    """True when the graph one device runs at tensor-parallel width `tp` (> 2) of `model` (unsharded) is
+    derived from the widths 1 and 2: a decoder whose graphs are affine (no experts; `derivable`) whose
+    heads, KV heads, intermediate size and vocabulary `tp` divides, leaving at least 2 heads and 2 KV heads
+    per device (a dimension of 1 broadcasts differently, as batch 1 does), under a precision without
+    block-wise scales (ceil(K / block) scales per row is not affine in 1/tp; per-channel scales differ
+    between the widths 1 and 2 and are refused there)."""
+    config = model.config
+    if not (tp > TP_ANCHORS[-1] and model.family == "decoder" and _affine(model)):
+        return False
+    if not all(getattr(config, name, 0) and getattr(config, name) % tp == 0
+               for name in ("num_heads", "num_kv_heads", "intermediate_size", "vocab_size")):
+        return False
+    p = precision(workload.dtype)
+    blocks = any(s.granularity == "block" for s in (p.weight_scales, p.activation_scales, p.kv_scales))
+    return config.num_kv_heads // tp >= 2 and config.num_heads // tp >= 2 and not blocks
+
+
+def derive_tp(one: WorkloadGraph, two: WorkloadGraph, model: Model, tp: int) -> WorkloadGraph:
+    """The graph of `model` (sharded at width `tp`) from its graphs at widths 1 (`one`) and 2 (`two`): each
+    number v(1), v(2) extended to v(1) + (v(2) - v(1)) x (2 - 2/tp); parameter counts alike. Raises
+    NotAffine where the graphs differ in anything but numbers or a number would be fractional or negative."""
+    steps = Fraction(2 * (tp - 1), tp)
+    graph = _derived_graph(one.graph, two.graph, steps)
+    params = tuple(_number(x, y, steps) for x, y in ((one.params, two.params), (one.active_params, two.active_params)))
+    if set(one.param_by_top) != set(two.param_by_top) or len(one.layer_params) != len(two.layer_params):
+        raise NotAffine
+    by_top = {k: _number(v, two.param_by_top[k], steps) for k, v in one.param_by_top.items()}
+    layers = tuple(_number(x, y, steps) for x, y in zip(one.layer_params, two.layer_params))
+    if one.workload != two.workload:
+        raise NotAffine
+    return replace(one, model=model, graph=graph, params=params[0], active_params=params[1], param_by_top=by_top,
+                   layer_params=layers)
+
+
 def derive(two: WorkloadGraph, three: WorkloadGraph, workload: Workload) -> WorkloadGraph:
     """The graph at `workload.batch` from the graphs at batch 2 (`two`) and 3 (`three`): each number
     extended along its line; storage identities (the dataflow the lowering follows) are batch 2's.
-    Raises _NotAffine when the graphs differ in anything but numbers, or a number would go negative."""
-    a, b = two.graph, three.graph
-    if len(a.records) != len(b.records) or a.dtype != b.dtype or len(a.saved_bytes) != len(b.saved_bytes):
-        raise _NotAffine
-    steps = workload.batch - ANCHORS[0]
-    records = tuple(_record(x, y, steps) for x, y in zip(a.records, b.records))
-    saved = tuple((_same(m, n), _number(x, y, steps)) for (m, x), (n, y) in zip(a.saved_bytes, b.saved_bytes))
+    Raises NotAffine when the graphs differ in anything but numbers, or a number would go negative."""
     _same((two.params, two.active_params, two.param_by_top, two.layer_params),
           (three.params, three.active_params, three.param_by_top, three.layer_params))
-    return replace(two, workload=workload, graph=OpGraph(records, a.dtype, saved))
+    return replace(two, workload=workload, graph=_derived_graph(two.graph, three.graph, workload.batch - ANCHORS[0]))
+
+
+def _derived_graph(a: OpGraph, b: OpGraph, steps) -> OpGraph:
+    """The op graph `steps` along the line from `a` to `b` (an int, or a Fraction across widths)."""
+    if len(a.records) != len(b.records) or a.dtype != b.dtype or len(a.saved_bytes) != len(b.saved_bytes):
+        raise NotAffine
+    records = tuple(_record(x, y, steps) for x, y in zip(a.records, b.records))
+    saved = tuple((_same(m, n), _number(x, y, steps)) for (m, x), (n, y) in zip(a.saved_bytes, b.saved_bytes))
+    return OpGraph(records, a.dtype, saved)
 
 
 def _same(x, y):
     """x, when it equals y (a name, a module, a parameter count that must not change with the batch)."""
     if x != y:
-        raise _NotAffine
+        raise NotAffine
     return x
 
 
-def _number(x, y, steps: int):
-    """x at batch 2 and y at batch 3, extended `steps` past batch 2."""
+def _number(x, y, steps):
+    """x at the first anchor and y at the second, extended `steps` (an int, or a Fraction) past the first;
+    a whole number stays whole or the line is refused."""
     if x == y:
         return x
     v = x + (y - x) * steps
+    if type(v) is Fraction:  # x, y whole and steps fractional: whole only if the line lands on one
+        if v.denominator != 1:
+            raise NotAffine
+        v = int(v)
     if v < 0:
-        raise _NotAffine
+        raise NotAffine
     return v
 
 
-def _record(x: OpRecord, y: OpRecord, steps: int) -> OpRecord:
+def _record(x: OpRecord, y: OpRecord, steps) -> OpRecord:
     if x.op != y.op or x.module != y.module or x.phase != y.phase or len(x.args) != len(y.args) or \
             len(x.outputs) != len(y.outputs):
-        raise _NotAffine
+        raise NotAffine
     args = tuple((_same(name, other), _value(v, w, steps)) for (name, v), (other, w) in zip(x.args, y.args))
     outputs = tuple(_tensor(v, w, steps) for v, w in zip(x.outputs, y.outputs))
     return replace(x, args=args, outputs=outputs)
 
 
-def _value(v, w, steps: int):
+def _value(v, w, steps):
     tv, tw = type(v), type(w)
     if tv is not tw:
-        raise _NotAffine
+        raise NotAffine
     if tv is TensorMeta:
         return _tensor(v, w, steps)
     if tv is tuple:
         if len(v) != len(w):
-            raise _NotAffine
+            raise NotAffine
         return tuple(_value(p, q, steps) for p, q in zip(v, w))
     if tv is int or tv is float:
         return _number(v, w, steps)
     if v != w:  # None, bool, str: a flag or a name that changes with the batch
-        raise _NotAffine
+        raise NotAffine
     return v
 
 
-def _tensor(v: TensorMeta, w: TensorMeta, steps: int) -> TensorMeta:
+def _tensor(v: TensorMeta, w: TensorMeta, steps) -> TensorMeta:
     if v.dtype != w.dtype or v.bits != w.bits or v.col_major != w.col_major or len(v.shape) != len(w.shape):
-        raise _NotAffine
+        raise NotAffine
     if v.shape == w.shape and v.touched == w.touched and v.offset == w.offset:
         return v
     shape = tuple(_number(p, q, steps) for p, q in zip(v.shape, w.shape))

@@ -81,7 +81,7 @@ def test_graphs_that_differ_in_more_than_numbers_are_not_derived():
     model = _one_layer("gpt2")
     prefill = build_graph(model, Workload(mode="prefill", seq_len=16, batch=2))
     decode = build_graph(model, Workload(mode="decode", context_len=16, batch=3))
-    with pytest.raises(rebatch._NotAffine):
+    with pytest.raises(rebatch.NotAffine):
         rebatch.derive(prefill, decode, resolve_workload(model, Workload(mode="prefill", seq_len=16, batch=8)))
 
 
@@ -90,13 +90,13 @@ def test_a_line_that_goes_below_zero_is_refused():
     model = _one_layer("gpt2")
     w = Workload(mode="prefill", seq_len=16)
     two, three = build_graph(model, replace(w, batch=2)), build_graph(model, replace(w, batch=3))
-    with pytest.raises(rebatch._NotAffine):
+    with pytest.raises(rebatch.NotAffine):
         rebatch.derive(three, two, resolve_workload(model, replace(w, batch=9)))
 
 
 def test_graph_at_captures_when_the_anchors_disagree(monkeypatch):
     model, w = _one_layer("gpt2"), Workload(mode="prefill", seq_len=16, batch=6)
-    monkeypatch.setattr(rebatch, "derive", lambda *a: (_ for _ in ()).throw(rebatch._NotAffine()))
+    monkeypatch.setattr(rebatch, "derive", lambda *a: (_ for _ in ()).throw(rebatch.NotAffine()))
     _assert_same(rebatch.graph_at(model, w), build_graph(model, w))
 
 
