@@ -15,13 +15,15 @@ affine once rounded; models with experts, and custom or library-built models who
 has not been checked on, are captured at every batch. tests/workload/test_rebatch.py holds the derived
 graphs equal to captured ones across the zoo's families, modes and quantization recipes.
 
-The same holds across tensor-parallel widths t (`graph_at_tp`). What one device of a decoder runs is
-the model with heads, KV heads, intermediate size and vocabulary divided by t (parallelism.shard_config).
-Where t divides all four, each number of the graph holds at most one of them as a factor, so it is
-affine in 1/t: v(t) = v(1) + (v(2) - v(1)) x (2 - 2/t), from the graphs at t = 1 and 2 (each itself
-captured or derived across the batch). A width that replicates KV heads (t above their count) or
-leaves a remainder is captured, as are models with experts; a number that comes out fractional or
-negative sends the graph to a capture too."""
+The same holds across tensor-parallel widths t (`derive_tp`, which device_graph.py calls). What one
+device of a decoder runs is the model with heads, KV heads, intermediate size and vocabulary divided
+by t (parallelism.shard_config). Where t divides all four, each number of the graph holds at most one
+of them as a factor, so it is affine in 1/t: v(t) = v(1) + (v(2) - v(1)) x (2 - 2/t), from the graphs
+at t = 1 and 2 (each itself captured or derived across the batch). A width that leaves a remainder,
+replicates KV heads or leaves one head or KV head per device (a dimension of 1, as batch 1) is
+captured, as are models with experts and precisions with block-wise scales (`tp_derivable`); a number
+that comes out fractional or negative sends the graph to a capture too.
+tests/workload/test_rebatch_tp.py holds derived widths equal to captured ones."""
 
 from __future__ import annotations
 
