@@ -124,8 +124,11 @@ class EfficiencyModel(Protocol):
     band_fraction: float
     """Relative half-width of the uncertainty band of a time predicted with this model."""
 
-    def efficiencies(self, rec: OpRecord, category: str, device: Device) -> tuple[float, float, float]:
-        """Return (compute efficiency, memory efficiency, per-kernel overhead in s) of one op."""
+    def efficiencies(self, rec: OpRecord, category: str, device: Device,
+                     nbytes: float | None = None) -> tuple[float, float, float]:
+        """Return (compute efficiency, memory efficiency, per-kernel overhead in s) of one op. `nbytes`:
+        the bytes the kernel moves where its record's tensors do not say (a fused group: the record is
+        its anchor op's); None reads them off the record."""
 
 
 def gemm_shape(rec: OpRecord, category: str) -> tuple[int, int, int, int] | None:
@@ -175,7 +178,8 @@ class DatasheetEfficiency:
     def kind(self, device: Device) -> KindDefaults:
         return self.defaults.kinds.get(device.kind) or self.defaults.kinds["gpu"]
 
-    def efficiencies(self, rec: OpRecord, category: str, device: Device) -> tuple[float, float, float]:
+    def efficiencies(self, rec: OpRecord, category: str, device: Device,
+                     nbytes: float | None = None) -> tuple[float, float, float]:
         kind = self.kind(device)
         overhead = 0.0 if category == "view" else kind.kernel_overhead_s
         maximum = {"matmul": kind.matmul_max_efficiency, "conv": kind.conv_max_efficiency,

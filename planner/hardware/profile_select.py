@@ -226,21 +226,23 @@ class ProfileEfficiency:
             key = "mem:copy"
         return (key, feats, shape) if key in m.models_ else None
 
-    def efficiencies(self, rec: OpRecord, category: str, device: Device) -> tuple[float, float, float]:
+    def efficiencies(self, rec: OpRecord, category: str, device: Device,
+                     nbytes: float | None = None) -> tuple[float, float, float]:
         m = self.model
         if category == "view":
             return 1.0, 1.0, m.view_s_ * self.clock_ratio
         overhead = m.launch_s_ * self.clock_ratio
         found = self._key(rec, category)
         if found is None:
-            return self.fallback.efficiencies(rec, category, device)
+            return self.fallback.efficiencies(rec, category, device, nbytes)
         key, feats, shape = found
-        if feats is None:  # memory-bound: features from the op's bytes
-            nbytes = sum(t.bytes for t in rec.tensors()) + sum(t.bytes for t in rec.outputs)
+        if feats is None:  # memory-bound: features from the bytes the kernel moves
+            if nbytes is None:
+                nbytes = sum(t.bytes for t in rec.tensors()) + sum(t.bytes for t in rec.outputs)
             feats = (_log2(max(nbytes, 1.0)),)
         eta = m.predict_eta(key, feats, shape, device)
         if eta is None:
-            return self.fallback.efficiencies(rec, category, device)
+            return self.fallback.efficiencies(rec, category, device, nbytes)
         return eta, eta, overhead
 
 

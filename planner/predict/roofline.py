@@ -88,7 +88,13 @@ def matrix_peak(device: Device, dtype: str, graph_dtype: str) -> float:
 def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device: Device,
             efficiency: EfficiencyModel) -> OpTime:
     """Predict one op's time on `device` (seconds)."""
-    compute_eff, memory_eff, overhead = efficiency.efficiencies(rec, category, device)
+    if rec.op.startswith("fused."):
+        # a fused group's record is its anchor op's (lowering.py): the efficiency of a memory-bound group
+        # is read at the bytes the whole kernel moves, not at its first op's tensors (a rotary table's
+        # 528 kB read at its 512-byte first op took 1 ms on an H100)
+        compute_eff, memory_eff, overhead = efficiency.efficiencies(rec, category, device, nbytes=cost.bytes)
+    else:
+        compute_eff, memory_eff, overhead = efficiency.efficiencies(rec, category, device)
     if category == "view":
         # no kernel; on a CPU the dispatcher still costs a microsecond or so (measured by calibration)
         return OpTime(overhead, 0.0, 0.0, overhead, "overhead" if overhead else "none", 0.0)
@@ -96,8 +102,10 @@ def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device
         peak = matrix_peak(device, op_dtype(rec, graph_dtype), graph_dtype)
     else:
         peak = vector_peak(device, graph_dtype)
-    compute = cost.flop / (peak * compute_eff) if cost.flop else 0.0
-    memory = cost.bytes / (device.mem_bytes_per_s * memory_eff) if cost.bytes else 0.0
+    # no kernel runs above its device's peak or streams memory above its bandwidth: an efficiency read
+    # above 1 (a curve's wave factor moved to a device with fewer SMs, an edge of a grid) is held at 1
+    compute = cost.flop / (peak * min(compute_eff, 1.0)) if cost.flop else 0.0
+    memory = cost.bytes / (device.mem_bytes_per_s * min(memory_eff, 1.0)) if cost.bytes else 0.0
     if overhead > max(compute, memory):
         bound = "overhead"
     else:

@@ -92,12 +92,18 @@ def validate(par: Parallelism, family: str, config) -> None:
 def shard_config(cfg: DecoderConfig, par: Parallelism) -> DecoderConfig:
     """The config of what one device runs: heads, KV heads, intermediate and vocabulary / tp; experts / ep.
 
-    KV heads fewer than tp are replicated (one per device), as serving engines do. With ep > 1 experts
-    are whole (not tensor-sliced) and each device holds num_experts/ep of them.
+    KV heads fewer than tp are replicated (one per device), as serving engines do. Without expert
+    parallelism every expert is tensor-sliced like a dense MLP (vLLM's fused MoE under TP): its
+    intermediate width (moe_intermediate_size where the model sets one) and a shared expert's are
+    divided by tp too. With ep > 1 experts are whole (not tensor-sliced) and each device holds
+    num_experts/ep of them.
     """
     tp = par.tp
     kv = cfg.num_kv_heads // tp if cfg.num_kv_heads >= tp else 1
-    intermediate = cfg.intermediate_size if (cfg.num_experts and par.ep > 1) else math.ceil(cfg.intermediate_size / tp)
-    return replace(cfg, num_heads=cfg.num_heads // tp, num_kv_heads=kv, intermediate_size=intermediate,
+    sliced = not (cfg.num_experts and par.ep > 1)
+    width = lambda n: math.ceil(n / tp) if sliced and n else n  # noqa: E731
+    return replace(cfg, num_heads=cfg.num_heads // tp, num_kv_heads=kv, intermediate_size=width(cfg.intermediate_size),
+                   moe_intermediate_size=width(cfg.moe_intermediate_size),
+                   shared_intermediate_size=width(cfg.shared_intermediate_size),
                    vocab_size=math.ceil(cfg.vocab_size / tp),
                    local_experts=cfg.num_experts // par.ep if cfg.num_experts else 0)

@@ -61,6 +61,28 @@ def test_sharded_config():
     assert shard_config(resolve("llama-2-70b").config, Parallelism(tp=16)).num_kv_heads == 1
 
 
+def test_experts_are_tensor_sliced_without_expert_parallelism():
+    # qwen3-30b-a3b: 128 experts of width 768 (moe_intermediate_size); tp 4 gives each device 768/4 = 192
+    # columns of every expert, as vLLM's fused MoE does; with ep 4 each device holds 128/4 = 32 whole experts
+    qwen = resolve("qwen3-30b-a3b").config
+    tp = shard_config(qwen, Parallelism(tp=4))
+    assert (tp.moe_intermediate_size, tp.local_experts) == (192, 128)
+    ep = shard_config(qwen, Parallelism(tp=1, ep=4))
+    assert (ep.moe_intermediate_size, ep.local_experts) == (768, 32)
+    # deepseek-v3: routed experts 2048 wide and one shared expert of 2048 over tp 8: 256 each
+    ds = shard_config(resolve("deepseek-v3").config, Parallelism(tp=8))
+    assert (ds.moe_intermediate_size, ds.shared_intermediate_size) == (256, 256)
+
+
+def test_weights_per_device_halve_with_tp_for_models_with_an_expert_width():
+    # the bug this guards: experts sized by moe_intermediate_size stayed whole under tp (61.1 GB at tp 1,
+    # 59.5 at tp 2); every weight but the replicated norms and router is now split, so tp 2 holds just over half
+    from planner.predict import Request, predict
+    one, two = (predict(Request("qwen3-30b-a3b", "h200-sxm", gpus=t, tp=t, batch=8)).memory.weights_bytes
+                for t in (1, 2))
+    assert 0.5 * one <= two < 0.51 * one
+
+
 def test_every_multi_gpu_server_device_has_a_sourced_scale_out_link_or_says_so():
     # devices sold in 8-GPU servers (DGX A100: eight 200 Gb/s HDR ports for eight GPUs = 25 GB/s each)
     cat = load_catalog()

@@ -47,7 +47,7 @@ class Streaming:
 
     tier, band_fraction = "test", 0.0
 
-    def efficiencies(self, rec, category, device):
+    def efficiencies(self, rec, category, device, nbytes=None):
         return 0.78, 0.90, 0.0 if category == "view" else 1.5e-6
 
 

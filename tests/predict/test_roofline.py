@@ -18,7 +18,7 @@ class UnitEfficiency:
     tier: str = "datasheet"
     band_fraction: float = 0.0
 
-    def efficiencies(self, rec, category, device):
+    def efficiencies(self, rec, category, device, nbytes=None):
         return 1.0, 1.0, 0.0
 
 
@@ -90,3 +90,65 @@ def test_datasheet_efficiency_never_exceeds_one():
     faster = replace(h100, mem_bytes_per_s=h100.mem_bytes_per_s * 2)
     rec, cat, cost = _mm(1, 4096, 4096)
     assert op_time(rec, cat, cost, "bf16", faster, eff).time_s < op_time(rec, cat, cost, "bf16", h100, eff).time_s
+
+
+@dataclass(frozen=True)
+class FastEfficiency:
+    """A curve read above 1 (a wave factor moved to a device with fewer SMs): 2.3 both ways."""
+
+    tier: str = "transferred"
+    band_fraction: float = 0.0
+
+    def efficiencies(self, rec, category, device, nbytes=None):
+        return 2.3, 2.3, 0.0
+
+
+def test_an_efficiency_above_1_is_held_at_the_device_peak_and_bandwidth():
+    # L4 (300 GB/s): the [1, 4096] x [4096, 1024] decode GEMM reads 4096·1024·2 + 4096·2 B and writes
+    # 1024·2 B, no faster than at 300 GB/s however high the curve reads; compute likewise caps at the peak
+    l4 = load_catalog().device("l4")
+    rec, cat, cost = _mm(1, 4096, 1024)
+    t = op_time(rec, cat, cost, "bf16", l4, FastEfficiency())
+    assert t.memory_s == pytest.approx((4096 * 1024 * 2 + 4096 * 2 + 1024 * 2) / l4.mem_bytes_per_s)
+    rec, cat, cost = _mm(8192, 8192, 8192)
+    assert op_time(rec, cat, cost, "bf16", l4, FastEfficiency()).compute_s == 2 * 8192**3 / l4.peak("bf16")
+
+
+@dataclass(frozen=True)
+class BytesSeen:
+    """Records the bytes an efficiency lookup was given."""
+
+    seen: list
+    tier: str = "published"
+    band_fraction: float = 0.0
+
+    def efficiencies(self, rec, category, device, nbytes=None):
+        self.seen.append(nbytes)
+        return 0.5, 0.5, 0.0
+
+
+def test_a_fused_group_is_looked_up_at_the_bytes_the_whole_kernel_moves():
+    # the rotary table of a vLLM prefill: a fused group whose record is its first op's (a 64-element
+    # neg, 512 B) while the kernel writes 524,288 B; the lookup must see the kernel's bytes, not 512
+    h100 = load_catalog().device("h100-sxm")
+    x = _t(64, bits=32, dtype="float32")
+    rec = OpRecord("fused.neg+div+cos", "aten.neg", "", "forward", (("self", x),), (x,), (), False)
+    from planner.workload.counting import OpCost
+    cost = OpCost(327_872.0, 4_352.0, 524_288.0)
+    eff = BytesSeen([])
+    op_time(rec, "elementwise", cost, "bf16", h100, eff)
+    op_time(replace(rec, op="aten.neg.default"), "elementwise", cost, "bf16", h100, eff)
+    assert eff.seen == [4_352.0 + 524_288.0, None]  # an aten op's own tensors say what it moves
+
+
+def test_no_memory_bound_kernel_of_a_vllm_prefill_crawls():
+    # llama-3.1-70b prefill on 8 x H100 (vLLM, published profile): every memory-bound kernel moving 100 kB
+    # or more streams at 1% of the 3.35 TB/s or better (the rotary-table group ran at 0.02% before its
+    # lookup read the group's bytes)
+    from planner.predict import Request
+    from planner.predict.api import op_rows
+    h100 = load_catalog().device("h100-sxm")
+    rows = op_rows(Request("llama-3.1-70b", "h100-sxm", gpus=8, tp=8, batch=32))["prefill"]
+    slow = [(r.op, r.bytes, r.time_s) for r in rows
+            if r.bound == "memory" and r.bytes >= 1e5 and r.bytes / r.time_s < 0.01 * h100.mem_bytes_per_s]
+    assert slow == []
