@@ -141,7 +141,9 @@ def _results(result: dict, text: str) -> None:
     cols = st.columns(3)
     cols[0].metric("on-prem power", f"{totals['power_kw']:,.1f} kW")
     cols[1].metric("energy", f"{totals['energy_kwh']:,.0f} kWh")
-    cols[2].metric("carbon", f"{totals['carbon_kg']:,.0f} kg CO2e")
+    cols[2].metric("carbon", "not sourced" if totals["carbon_kg"] is None else f"{totals['carbon_kg']:,.0f} kg CO2e",
+                   help="Over the horizon, at each region's grid intensity (hardware_specs/carbon.csv); not sourced "
+                        "where no chosen region has one")
 
     rows = pd.DataFrame([{
         "candidate": r["candidate"], "kind": r["kind"], "device": r["device"], "units": r["units"],

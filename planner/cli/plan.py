@@ -47,7 +47,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
               f"{t['days']:.2f} days, ${t['cost_usd']:,.0f}, {t['energy_kwh']:,.0f} kWh")
     print(f"total          ${plan.usd_per_month:,.0f}/month, ${plan.cost_over_horizon_usd:,.0f} over the horizon, "
           f"capex ${plan.capex_usd:,.0f}, on-prem power {plan.power_kw:.1f} kW")
-    print(f"energy         {plan.energy_kwh:,.0f} kWh, {plan.carbon_kg:,.0f} kg CO2e over the horizon")
+    carbon = "carbon not sourced" if plan.carbon_kg is None else f"{plan.carbon_kg:,.0f} kg CO2e"
+    print(f"energy         {plan.energy_kwh:,.0f} kWh, {carbon} over the horizon")
     if plan.best_single:
         b = plan.best_single
         print(f"best single    {b['device']}: {format_objective(b['value'], b['unit'])}; this plan saves "

@@ -43,7 +43,8 @@ class Plan:
     capex_usd: float
     power_kw: float
     energy_kwh: float
-    carbon_kg: float
+    carbon_kg: float | None
+    """Over the horizon; None when no chosen candidate's region has a grid intensity (not sourced, not 0)."""
     training: tuple[dict, ...]
     assignments: tuple[dict, ...]
     """Every (flow, candidate, share, rps, tp, batch) used: what the independent check re-predicts."""
@@ -172,11 +173,14 @@ def solve(scenario: Scenario, ctx: Context | None = None, extras: bool = True) -
     by_key = {c.key: c for c in p.candidates}
     if any(p.capacity[(a["flow"], a["candidate"])].kw_per_unit is None for a in assignments):
         notes.append("energy excludes candidates with no sourced TDP")
-    if any(by_key[r.candidate].kg_co2e_per_kwh is None for r in rows):
+    sourced = [by_key[r.candidate].kg_co2e_per_kwh is not None for r in rows]
+    if not any(sourced):  # nothing to sum: unknown, not zero
+        notes.append("carbon not sourced: no chosen candidate's region has a grid intensity in carbon.csv")
+    elif not all(sourced):
         notes.append("carbon excludes candidates whose region has no grid intensity in carbon.csv")
     plan = Plan(scenario.name, scenario.objective, rows, usd_month, terms["cost"], sum(r.capex_usd for r in rows),
-                sum(r.power_kw for r in rows), terms["energy"], terms["carbon"], training, assignments,
-                notes=tuple(notes))
+                sum(r.power_kw for r in rows), terms["energy"], terms["carbon"] if any(sourced) else None, training,
+                assignments, notes=tuple(notes))
     if not extras:
         return plan
     mixed = {k: pyo.value(v) for k, v in m._terms.items()}

@@ -118,3 +118,12 @@ def test_cli_plan_json_and_errors(tmp_path):
     assert "Traceback" not in result.stderr
     result = _run("plan", str(tmp_path / "missing.yaml"))
     assert result.returncode == 2 and "does not exist" in result.stderr
+
+
+def test_carbon_of_regions_without_a_grid_intensity_is_not_sourced_not_zero(plans):
+    # chat: every chosen cloud region lacks an intensity in carbon.csv, so there is nothing to sum: None
+    # ("carbon not sourced" in text, null in --json), never 0 kg; hybrid's on-prem site has one: a figure
+    chat, hybrid = plans["chat"][1], plans["hybrid"][1]
+    assert chat.carbon_kg is None and chat.as_dict()["totals"]["carbon_kg"] is None
+    assert any(n.startswith("carbon not sourced") for n in chat.notes)
+    assert hybrid.carbon_kg > 0
