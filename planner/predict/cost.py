@@ -84,6 +84,20 @@ def _cheapest(catalog: Catalog, device_id: str, pricing: str, devices: int, grou
                default=None)
 
 
+def no_instance_reason(catalog: Catalog, device_id: str, pricing: str, group: int = 1) -> str:
+    """Why cheapest_instance found none, in one clause: no instance has the device, none of those has a
+    `pricing` price (naming the pricings they have), or none at that pricing holds a group of `group`."""
+    held = [i for i in catalog.instances if i.device_id == device_id]
+    if not held:
+        return f"no catalog instance holds {device_id}"
+    priced = [i for i in held if pricing in i.price_usd_per_h]
+    if not priced:
+        have = sorted({p for i in held for p in i.price_usd_per_h})
+        return f"no catalog instance of {device_id} has a {pricing} price (they have: {', '.join(have)})"
+    return (f"no {pricing} instance of {device_id} holds a tensor-parallel group of {group} (the largest holds "
+            f"{max(i.device_count for i in priced)})")
+
+
 def cloud_cost(instance: Instance, devices: int, pricing: str = "on_demand") -> CostBasis:
     """$/h of `devices` devices on `instance`s at `pricing`."""
     if pricing not in PRICINGS:

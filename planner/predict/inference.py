@@ -107,7 +107,8 @@ def _llm(target: Target, model: Model, par: Parallelism, batch: int, input_len: 
         metrics["max_batch_in_memory"] = capacity // (input_len + output_len)
     if basis is not None:
         metrics["usd_per_million_output_tokens"] = basis.usd_per_h / (throughput * 3600) * 1e6
-    return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics, engine)
+    return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics, engine,
+                           cost.pricing, par.tp)
 
 
 def _forward(target: Target, model: Model, par: Parallelism, batch: int, seq_len: int | None,
@@ -125,7 +126,8 @@ def _forward(target: Target, model: Model, par: Parallelism, batch: int, seq_len
                "host_wait_fraction": max(0.0, 1 - max(busy) / latency) if latency > 0 else 0.0}
     if basis is not None:
         metrics["usd_per_thousand_samples"] = basis.usd_per_h / (throughput * 3600) * 1e3
-    return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics, engine)
+    return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics, engine,
+                           cost.pricing, par.tp)
 
 
 def prompt_len(model: Model, input_len: int | None, output_len: int, dtype: str) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from planner.errors import ConfigError
 from planner.predict.context import Target
-from planner.predict.cost import CostBasis, cheapest_instance, cloud_cost, onprem_cost, server_for
+from planner.predict.cost import CostBasis, cheapest_instance, cloud_cost, no_instance_reason, onprem_cost, server_for
 from planner.predict.energy import carbon_kg, facility_kwh
 from planner.predict.memory import MemoryBreakdown
 from planner.units import band, json_safe
@@ -147,7 +147,7 @@ def _footprint(target: Target, basis, metrics: dict, energy_j: float, per: str, 
 
 def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: str,
                     memory: MemoryBreakdown, energy_j: float, basis: CostBasis | None, metrics: dict,
-                    engine: str = "eager") -> Prediction:
+                    engine: str = "eager", pricing: str = "on_demand", group: int = 1) -> Prediction:
     """Assemble a Prediction: energy footprint per job, notes on what is missing, tier and rows used."""
     device, eff = target.device, target.efficiency
     notes = [f"tier {eff.tier}: {eff.source}"] if getattr(eff, "source", "") else []
@@ -166,7 +166,8 @@ def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: s
     if not device.tdp_w:
         notes.append(f"{device.id} has no sourced TDP: energy is not predicted")
     if basis is None:
-        notes.append(f"no catalog instance holds {device.id}: no cost (pass --site for on-prem)")
+        reason = no_instance_reason(target.catalog, device.id, pricing, group)
+        notes.append(f"{reason}: no cost (pass --site for on-prem)")
     elif basis.excluded:
         notes.append("cost excludes: " + "; ".join(basis.excluded))
     if not memory.fits:

@@ -125,7 +125,8 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     # time above assumes: the scale-up link within a node, the node's scale-out network across nodes.
     # Rented, they come as whole nodes: one-device instances joined over a data-centre network are
     # not what was timed (planner/plan/capacity.py keeps the same rule)
-    basis = price(target, par.devices, cost, avg_power, max(par.tp, min(par.devices, target.node_size)))
+    group = max(par.tp, min(par.devices, target.node_size))
+    basis = price(target, par.devices, cost, avg_power, group)
     tokens_per_step = samples * (workload.seq_len or 1)
     metrics = {"micro_batch": micro_batch, "global_batch": samples, "microbatches": microbatches,
                "seq_len": workload.seq_len, "step_time_s": step, "samples_per_s": samples / step, "mfu": mfu, "model_flop_per_step": model_flop,
@@ -144,7 +145,8 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
         metrics["energy_to_train_j"] = steps * energy_j
         if basis is not None:
             metrics["cost_to_train_usd"] = steps * step / 3600 * basis.usd_per_h
-    p = make_prediction(target, model, par, "training", dtype, memory, energy_j, basis, metrics, engine)
+    p = make_prediction(target, model, par, "training", dtype, memory, energy_j, basis, metrics, engine, cost.pricing,
+                        group)
     from planner.workload.graphs import MIXED_PRECISION, OPTIMIZERS
     if workload.mixed_precision != "none":
         p = replace(p, notes=(*p.notes, f"mixed precision {workload.mixed_precision} (--mixed-precision): "

@@ -64,3 +64,20 @@ def test_onprem_tco_closed_form():
     half = onprem_cost(server, site, 8, 500.0, h100.tdp_w, 0.5)
     assert half.usd_per_h == pytest.approx(2 * fixed + energy)
     assert "operations staff" in " ".join(basis.excluded)
+
+
+def test_a_missing_price_says_which_pricing_is_missing_not_that_no_instance_holds_the_device():
+    # the H100 has instances, none with a reserved_1y price: the note names the pricing and the ones they have
+    from planner.hardware.catalog import load_catalog
+    from planner.predict import Request, predict
+    from planner.predict.cost import no_instance_reason
+    cat = load_catalog()
+    reason = no_instance_reason(cat, "h100-sxm", "reserved_1y", 8)
+    have = sorted({p for i in cat.instances if i.device_id == "h100-sxm" for p in i.price_usd_per_h})
+    assert reason == f"no catalog instance of h100-sxm has a reserved_1y price (they have: {', '.join(have)})"
+    assert no_instance_reason(cat, "rtx-5090", "on_demand") == "no catalog instance holds rtx-5090"
+    largest = max(i.device_count for i in cat.instances if i.device_id == "h100-sxm" and "on_demand" in i.price_usd_per_h)
+    assert no_instance_reason(cat, "h100-sxm", "on_demand", 64) == \
+        f"no on_demand instance of h100-sxm holds a tensor-parallel group of 64 (the largest holds {largest})"
+    p = predict(Request("llama-3.1-8b", "h100-sxm", pricing="reserved_1y"))
+    assert p.cost is None and any(n.startswith(reason + ": no cost") for n in p.notes)
