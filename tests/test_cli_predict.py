@@ -95,3 +95,22 @@ def test_malformed_catalog_row_names_file_row_and_key(tmp_path):
     result = _run("predict", "llama-2-7b", "--device", "h100-sxm", env={"PLANNER_HARDWARE_SPECS": str(specs)})
     _clean(result)
     assert "devices.csv" in result.stderr and "row 3" in result.stderr and "mem_bw_gb_per_s" in result.stderr
+
+
+def test_a_sequence_beyond_the_context_window_is_predicted_with_a_note(capsys):
+    # llama-2-7b's max_position_embeddings is 4,096: a 8,000-token prompt + 100 output tokens = 8,100 exceeds it;
+    # predict, count and serve each say so (and still answer: a user may extend the window), and a prompt
+    # inside the window gets no such note
+    assert main(["predict", "llama-2-7b", "--device", "h100-sxm", "--input-len", "8000", "--output-len", "100",
+                 "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert "8,100 tokens (prompt + output) exceed llama-2-7b's context window of 4,096 (max_position_embeddings): " \
+           "predicted as if it ran them" in notes
+    assert main(["predict", "llama-2-7b", "--device", "h100-sxm", "--input-len", "3000", "--output-len", "100",
+                 "--json"]) == 0
+    assert not any("context window" in n for n in json.loads(capsys.readouterr().out)["notes"])
+    assert main(["count", "llama-2-7b", "--mode", "prefill", "--seq-len", "5000"]) == 0
+    assert "5,000 tokens exceed llama-2-7b's context window of 4,096" in capsys.readouterr().out
+    assert main(["serve", "llama-2-7b", "--device", "h100-sxm", "--input-len", "8000", "--output-len", "100",
+                 "--rate", "0.1", "--requests", "3"]) == 0
+    assert "requests of up to 8,100 tokens (prompt + output) exceed llama-2-7b's context window" in capsys.readouterr().out

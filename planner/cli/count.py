@@ -167,6 +167,11 @@ def cmd_count(args: argparse.Namespace) -> int:
         print(f"UNSUPPORTED    {listed}  (no formula: their cost is not in the totals)")
     else:
         print("unsupported    none")
+    w, limit = wg.workload, getattr(model.config, "max_position_embeddings", None)
+    tokens = (w.context_len + 1) if w.mode == "decode" and w.context_len else w.seq_len
+    if model.family == "decoder" and limit and tokens and tokens > limit:
+        print(f"note           {tokens:,} tokens exceed {model.name}'s context window of {limit:,} "
+              "(max_position_embeddings): counted as if it ran them")
     if args.by == "kernel":
         _print_kernels(lowered, args.top)
     else:

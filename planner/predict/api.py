@@ -211,15 +211,28 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
     engine, note = engine_for(req, model, device)
     target = target_of(req, ctx, engine)
     if req.mode == "inference":
-        return _engine_note(_scaleout_note(req, predict_inference(
-            target, model, par, req.batch, req.input_len, req.output_len, req.seq_len, req.image_size, req.dtype, cost,
-            engine)), note)
-    if req.micro_batch is None and req.global_batch is not None:
-        return _engine_note(_scaleout_note(req, _auto_micro_batch(req, target, model, par, cost, engine)), note)
-    micro = req.micro_batch or (req.batch if isinstance(req.batch, int) else 1)
-    return _engine_note(_scaleout_note(req, predict_training(
-        target, model, par, micro, req.global_batch, req.seq_len, req.image_size, req.dtype, req.recompute,
-        req.train_tokens, cost, engine, req.mixed_precision, req.optimizer)), note)
+        p = predict_inference(target, model, par, req.batch, req.input_len, req.output_len, req.seq_len,
+                              req.image_size, req.dtype, cost, engine)
+    elif req.micro_batch is None and req.global_batch is not None:
+        p = _auto_micro_batch(req, target, model, par, cost, engine)
+    else:
+        micro = req.micro_batch or (req.batch if isinstance(req.batch, int) else 1)
+        p = predict_training(target, model, par, micro, req.global_batch, req.seq_len, req.image_size, req.dtype,
+                             req.recompute, req.train_tokens, cost, engine, req.mixed_precision, req.optimizer)
+    return _context_note(model, _engine_note(_scaleout_note(req, p), note))
+
+
+def _context_note(model: Model, p: Prediction) -> Prediction:
+    """`p` with a note where its sequence (prompt + output, or a training sequence) is longer than the
+    model's context window (max_position_embeddings): predicted as asked, since a user may extend it."""
+    limit = getattr(model.config, "max_position_embeddings", None) if model.family == "decoder" else None
+    m = p.metrics
+    tokens = (m.get("input_len") or 0) + (m.get("output_len") or 0) if "output_len" in m else m.get("seq_len")
+    if not limit or not tokens or tokens <= limit:
+        return p
+    what = "prompt + output" if "output_len" in m else "sequence"
+    return replace(p, notes=(*p.notes, f"{tokens:,} tokens ({what}) exceed {model.name}'s context window of "
+                                       f"{limit:,} (max_position_embeddings): predicted as if it ran them"))
 
 
 def _auto_micro_batch(req: Request, target, model: Model, par: Parallelism, cost: CostOptions,
