@@ -26,7 +26,7 @@ class UnknownNameError(PlannerError):
     def __init__(self, kind: str, name: str, valid: Iterable[str]):
         self.kind = kind
         self.name = name
-        self.valid = sorted(valid)
+        self.valid = sorted(set(valid))  # a name in two registries (catalog and profiles) is listed once
         # difflib is quadratic in the name's length: a hostile megabyte name gets no suggestions
         close = difflib.get_close_matches(name.lower(), [v.lower() for v in self.valid], n=3, cutoff=0.5) \
             if len(name) <= MAX_SHOWN_CHARS else []

@@ -36,7 +36,14 @@ def finite_float(text: str) -> float:
 
 
 def _batch(text: str) -> int | str:
-    return "auto" if text == "auto" else positive_int(text)
+    if text == "auto":
+        return "auto"
+    from planner.workload.graphs import LIMITS  # the batch a graph is built at: 2^20, not MAX_INT
+    digits = text.strip().lstrip("+")
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 16 and 1 <= int(digits) <= LIMITS["batch"]):
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {LIMITS['batch']:,} or 'auto', "
+                                         f"got '{shorten(text)}'")
+    return int(digits)
 
 
 def deployment_flags(p: argparse.ArgumentParser) -> None:
@@ -141,6 +148,8 @@ def fmt_time(seconds: float) -> str:
         return f"{seconds / 3600:.2f} h"
     if seconds >= 1:
         return f"{seconds:.3f} s"
+    if 0 < seconds < 1e-4:  # a kernel of a few microseconds is not "0.00 ms"
+        return f"{seconds * 1e6:.1f} us"
     return f"{seconds * 1e3:.2f} ms"
 
 

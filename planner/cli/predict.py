@@ -219,7 +219,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"\n{name} ops on one device (count includes every layer; time per call)")
         print(f"{'op':<52} {'role':<6} {'count':>6} {'FLOP':>10} {'bytes':>10} {'time':>10} {'bound':<9}")
         for r in sorted(group, key=lambda r: -r.time_s * r.count):
-            print(f"{r.op[:52]:<52} {r.role:<6} {r.count:>6} {si(r.flop):>10} {si(r.bytes, 'B'):>10} "
+            count = f"{r.count:.0f}" if float(r.count).is_integer() else f"{r.count:.2f}"  # a mean layer's share
+            print(f"{r.op[:52]:<52} {r.role:<6} {count:>6} {si(r.flop):>10} {si(r.bytes, 'B'):>10} "
                   f"{fmt_time(r.time_s):>10} {r.bound:<9}")
     return 0
 
@@ -241,7 +242,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     frame = compare(model, devices, args.mode, args.batch, args.input_len, args.output_len, args.seq_len,
                     args.image_size, precision_of(args), args.pricing, args.sort, **training)
     if args.json:
-        print(frame.to_json(orient="records", indent=2))
+        # counts as whole numbers (a device that cannot run the workload leaves them null, which makes
+        # the frame's column float)
+        counts = {c: frame[c].astype("Int64") for c in ("gpus", "tp", "batch") if c in frame}
+        print(frame.assign(**counts).to_json(orient="records", indent=2))
         return 0
     unit = "$/1M tok" if "ttft_s" in frame and frame["ttft_s"].notna().any() else "$/unit"
     print(f"{'device':<15} {'gpus':>4} {'fits':>5} {'engine':<8} {'tier':<10} {'latency':>10} {'throughput':>12} {'$/h':>8} "

@@ -292,6 +292,11 @@ def _check_numbers(req: Request) -> None:
         raise ConfigError(f"--utilization must be in [{MIN_UTILIZATION:g}, 1] (share of hours doing useful work), "
                           f"got {utilization:g}")
     finite(req.overlap, "--overlap")
+    from planner.workload.graphs import LIMITS
+    # a prompt and its output become the prefill's sequence and the decode's context: name the flag given
+    for flag, value in (("--input-len", req.input_len), ("--output-len", req.output_len)):
+        if isinstance(value, int) and value > LIMITS["seq_len"]:
+            raise ConfigError(f"{flag} {value:,} is above the limit of {LIMITS['seq_len']:,} tokens")
     if req.train_tokens is not None:
         tokens = finite(req.train_tokens, "--train-tokens")
         if not 0 < tokens <= MAX_TRAIN_TOKENS:

@@ -62,7 +62,7 @@ class Context:
                 device = profile_device(self.profiles[key])
                 if device is not None:
                     return device
-            raise UnknownNameError("device", name, list(exc.valid) + sorted(self.profiles)) from None
+            raise UnknownNameError("device", name, {*exc.valid, *self.profiles}) from None
 
     def efficiency(self, device: Device, tiers=ALL_TIERS) -> EfficiencyModel:
         """The efficiency model of `device` for an engine's kernel libraries (Engine.libraries: own, other):
