@@ -58,6 +58,8 @@ class CostBasis:
     """Power usage effectiveness of the facility; None where not sourced (cloud)."""
     carbon_kg_per_kwh: float | None = None
     """Grid intensity of an on-prem site (cloud: looked up by `region`)."""
+    idle_devices: int = 0
+    """Devices of the rented instances the deployment leaves unused (paid for all the same)."""
 
     def stale(self, today: datetime.date | None = None) -> bool:
         """Whether the price or capex figure is more than 12 months old on `today` (default: the run date)."""
@@ -108,7 +110,8 @@ def cloud_cost(instance: Instance, devices: int, pricing: str = "on_demand") -> 
     units = math.ceil(devices / instance.device_count)
     return CostBasis(units * instance.price_usd_per_h[pricing], "cloud", f"{units} x {instance.key} {pricing}", units,
                      instance.price_dates[pricing], (f"instances.csv:{instance.key}",),
-                     region=f"{instance.provider}:{instance.region}".lower())
+                     region=f"{instance.provider}:{instance.region}".lower(),
+                     idle_devices=units * instance.device_count - devices)
 
 
 def onprem_cost(server: Server, site: Site, devices: int, device_power_w: float, device_tdp_w: float,

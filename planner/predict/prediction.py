@@ -170,6 +170,10 @@ def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: s
         notes.append(f"{reason}: no cost (pass --site for on-prem)")
     elif basis.excluded:
         notes.append("cost excludes: " + "; ".join(basis.excluded))
+    if basis is not None and basis.idle_devices > 0:
+        notes.append(f"cost pays for {basis.idle_devices} idle {device.id} of the whole instance{'s' if basis.units > 1 else ''} "
+                     f"rented ({basis.what}); more replicas (--dp) or `planner compare`, which fills the instance, "
+                     "use them")
     if not memory.fits:
         notes.append(f"does not fit: {memory.total_bytes / 1e9:.1f} GB needed per device, "
                      f"{memory.capacity_bytes / 1e9:.1f} GB usable; short by {memory.shortfall_bytes / 1e9:.1f} GB")

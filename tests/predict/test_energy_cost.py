@@ -81,3 +81,19 @@ def test_a_missing_price_says_which_pricing_is_missing_not_that_no_instance_hold
         f"no on_demand instance of h100-sxm holds a tensor-parallel group of 64 (the largest holds {largest})"
     p = predict(Request("llama-3.1-8b", "h100-sxm", pricing="reserved_1y"))
     assert p.cost is None and any(n.startswith(reason + ": no cost") for n in p.notes)
+
+
+def test_a_deployment_smaller_than_its_instance_says_how_many_devices_sit_idle():
+    # 1 B200 priced on the cheapest spot B200 instance: if it holds n devices, n - 1 are paid for and idle
+    from planner.hardware.catalog import load_catalog
+    from planner.predict import Request, predict
+    from planner.predict.cost import cheapest_instance
+    cat = load_catalog()
+    inst = cheapest_instance(cat, cat.device("b200"), "spot", 1, 1)
+    p = predict(Request("mistral-7b", "b200", pricing="spot", batch=64))
+    assert p.cost.idle_devices == inst.device_count - 1
+    idle = [n for n in p.notes if n.startswith("cost pays for")]
+    assert (len(idle) == 1) == (inst.device_count > 1)
+    full = predict(Request("mistral-7b", "b200", pricing="spot", batch=64, gpus=inst.device_count,
+                           dp=inst.device_count))
+    assert full.cost.idle_devices == 0 and not any(n.startswith("cost pays for") for n in full.notes)
