@@ -761,7 +761,7 @@ def _request_touching(catalog, file: str, line: int) -> Request | None:
     (["predict", "gpt2", "--device", "h100", "--batch", "99999999999999999999999"], "limit of 1,048,576|whole number"),
     (["predict", "gpt2", "--device", "h100", "--mode", "training", "--micro-batch", "99999999999999999999999"],
      "limit of 1,048,576|whole number"),
-    (["predict", "gpt2", "--device", "h100", "--batch", "2000000"], "above the limit of 1,048,576"),
+    (["predict", "gpt2", "--device", "h100", "--batch", "2000000"], "from 1 to 1,048,576 or 'auto'"),
     (["predict", ":", "--device", "h100"], "not package.module:function"),
     (["predict", "..:x", "--device", "h100"], "not package.module:function"),
     (["compare", ":"], "not package.module:function"),
@@ -783,7 +783,7 @@ def test_more_hostile_command_lines_are_one_line_errors(argv, message):
 
 
 @pytest.mark.parametrize("argv,note", [
-    (["compare", "gpt2", "--devices", "h100,l4", "--batch", "2000000"], "above the limit of 1,048,576"),
+    (["compare", "gpt2", "--devices", "h100,l4", "--input-len", "20000000"], "above the limit of 16,777,216"),
     (["compare", "gpt2", "--devices", "h100,l4", "--mode", "training", "--train-tokens", "1e17"], "--train-tokens"),
 ])
 def test_compare_reports_a_hostile_workload_per_device(argv, note):
