@@ -125,3 +125,28 @@ def test_cli_power_limit_error_exits_2():
                           "--power-limit-w", "900"], capture_output=True, text=True)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "--power-limit-w must be above" in out.stderr
+
+
+def test_sustained_energy_is_sustained_then_its_energy():
+    # sustained_energy_j evaluates the power model once where the limit does not bind; it must return what
+    # sustained() and op_energy_j() of the result give, slowed or not, limited or not, with or without a TDP:
+    # on the made-up curve at u_c = 1 (900 W wanted, 700 W limit: slowed to 1.3333 ms at 700 W = 0.9333 J),
+    # at u_c = 0.5 (500 W, not slowed: 2 ms x 500 W = 1 J), at a 500 W cap, and on a datasheet device
+    device = CTX.device("h200-sxm")
+    curve = PowerCurve("h200-sxm", "nvidia", "hopper", 100.0, 800.0, 0.0, 700.0, 0.0, "test")
+    model = PowerModel(0.3, 0.9, 0.7, (curve,))
+    peak = device.peak("bf16")
+    cost = OpCost(flop=peak * 1e-3)
+    cases = [(device, OpTime(1e-3, 1e-3, 0.0, 0.0, "compute", peak)),
+             (device, OpTime(2e-3, 2e-3, 0.0, 0.0, "compute", peak)),
+             (replace(device, power_limit_w=500.0), OpTime(1e-3, 1e-3, 0.0, 0.0, "compute", peak)),
+             (device, OpTime(1e-3, 5e-4, 0.0, 5e-4, "overhead", peak)),
+             (device, OpTime(0.0, 0.0, 0.0, 0.0, "none", peak)),
+             (CTX.device("l4"), OpTime(1e-3, 1e-3, 2e-4, 0.0, "compute", CTX.device("l4").peak("bf16")))]
+    for dev, t in cases:
+        slowed, energy = model.sustained_energy_j(t, dev, cost)
+        assert slowed == model.sustained(t, dev, cost)
+        assert energy == pytest.approx(model.op_energy_j(slowed, dev, cost), rel=1e-12)
+    slowed, energy = model.sustained_energy_j(cases[0][1], device, cost)
+    assert slowed.time_s == pytest.approx(1e-3 * 800 / 600) and energy == pytest.approx(700.0 * 1e-3 * 800 / 600)
+    assert model.sustained_energy_j(cases[1][1], device, cost)[1] == pytest.approx(500.0 * 2e-3)
