@@ -63,7 +63,9 @@ def _op_key(rec: OpRecord, category: str, dtype: str, models: dict) -> tuple[str
             second = rec.arg("mat2") or rec.arg("other")
             family = "gemm" if (second is None or second.col_major or "gemm_nn:fp32" not in models) else "gemm_nn"
             key = f"{family}:{dtype}" if f"{family}:{dtype}" in models else f"{family}:fp32"
-            return key, (_log2(m * b), _log2(n), _log2(k)), (1, m * b, n, k)
+            # a grouped expert GEMM (lowering.group_experts) pads each expert's rows to tiles of their own
+            wave = shape if rec.op.startswith("fused.experts:") else (1, m * b, n, k)
+            return key, (_log2(m * b), _log2(n), _log2(k)), wave
         if category == "conv":
             w = rec.arg("weight")
             ksize = math.prod(w.shape[2:]) if w is not None and len(w.shape) > 2 else 1

@@ -19,7 +19,7 @@ from planner.files import parse_json, read_text
 
 ROOT = Path(__file__).resolve().parents[2] / "hardware_specs"
 RULES = ("bn_fold", "conv_epilogue", "gemm_epilogue", "pointwise", "norm_fusion", "reduction_fusion",
-         "attention_prologue")
+         "attention_prologue", "moe_grouped")
 """The fusion rules the lowering pass implements (planner/workload/lowering.py)."""
 PHASES = ("forward", "backward")
 MODES = ("inference", "training")

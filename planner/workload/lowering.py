@@ -27,6 +27,7 @@ Groups never cross roles (first / layer / last of the folded graph) nor phases.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from planner.workload.capture import OpRecord, TensorMeta
@@ -200,7 +201,70 @@ def lower(records: tuple[OpRecord, ...], categories: list[str], costs: list[OpCo
             continue
         done.add(id(g))
         kernels.append(_fused(g, records, categories, costs, producers, consumers, roles[i]))
-    return kernels
+    return group_experts(kernels, engine)
+
+
+_EXPERT = re.compile(r"^(.*)\.experts\.\d+(\..*)?$")
+
+
+def group_experts(kernels: list[Kernel], engine: Engine) -> list[Kernel]:
+    """`kernels` with a mixture-of-experts layer's per-expert kernels grouped, where `engine` has the rule
+    moe_grouped for their phase: every kernel of expert i (module <moe>.experts.<i>.<part>) joins the
+    same kernel of the other experts, and a kernel of the MoE block itself (<moe>: the gather of each
+    expert's rows, the scatter back, the weighting) joins its repeats, as a fused MoE kernel runs each
+    projection and step for all experts at once (vLLM's fused_moe, SGLang's, TensorRT-LLM's grouped GEMM).
+    A group's cost is its members' sum; a grouped GEMM is looked up at all its rows (M = the sum of the
+    experts' rows) with one expert's N and K. Kernels that run once stay as they are."""
+    moes = {m.group(1) for k in kernels if (m := _EXPERT.match(k.record.module))}
+    if not moes:
+        return kernels
+    groups: dict[tuple, list[Kernel]] = {}
+    order: list = []
+    for k in kernels:
+        m = _EXPERT.match(k.record.module)
+        where = (m.group(1), m.group(2) or "") if m else ((k.record.module, "") if k.record.module in moes else None)
+        if where is None or not engine.fuses("moe_grouped", k.record.phase):
+            order.append(k)
+            continue
+        key = (*where, m is not None, k.record.op, k.category, k.record.phase, k.role)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(k)
+    return [item if isinstance(item, Kernel) else _grouped(groups[item]) for item in order]
+
+
+def _grouped(members: list[Kernel]) -> Kernel:
+    first = members[0]
+    if len(members) == 1:
+        return first
+    flop = sum(k.cost.flop for k in members)
+    read = sum(k.cost.bytes_read for k in members)
+    written = sum(k.cost.bytes_written for k in members)
+    record = first.record
+    if first.category == "matmul" and first.absorbed:
+        record = _batched(record, members)
+    if first.absorbed:
+        record = replace(record, op=f"fused.experts:{record.op.removeprefix('fused.')}")
+    return Kernel(record, first.category, OpCost(flop, read, written), sum(k.absorbed for k in members), first.role)
+
+
+def _batched(rec: OpRecord, members: list[Kernel]) -> OpRecord:
+    """The efficiency-lookup record of a grouped GEMM: a batched GEMM [E, m, K] x [E, K, N] over the E
+    members, m the most rows any of them has (each expert's rows fill tiles of their own). The kernel's
+    cost stays its members' sum; a GEMM that is not [m, K] x [K, N] keeps its first member's record."""
+    a = rec.arg("mat1") or rec.arg("self")
+    w = rec.arg("mat2")
+    if not isinstance(a, TensorMeta) or not isinstance(w, TensorMeta) or len(a.shape) != 2 or len(w.shape) != 2 \
+            or not rec.outputs or len(rec.outputs[0].shape) != 2:
+        return rec
+    m = max(k.record.outputs[0].shape[0] for k in members if k.record.outputs and k.record.outputs[0].shape)
+    e, (k_dim, n) = len(members), w.shape
+    out = rec.outputs[0]
+    return replace(rec, packet="aten.bmm",
+                   args=(("self", replace(a, shape=(e, m, k_dim), touched=e * m * k_dim)),
+                         ("mat2", replace(w, shape=(e, k_dim, n), touched=e * k_dim * n))),
+                   outputs=(replace(out, shape=(e, m, n), touched=e * m * n),))
 
 
 def _epilogue(rec: OpRecord, producers: list[int | None], g: _Group, anchor: OpRecord) -> bool:

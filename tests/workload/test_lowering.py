@@ -140,3 +140,50 @@ def test_every_fusing_engine_fuses_a_decoder_layer():
             fused = [k for k in kernels(wg.graph, ["first"] * len(wg.graph.records), engine.name)
                      if k.category != "view"]
             assert len(fused) < eager, engine.name
+
+
+def _moe_kernels(engine, workload: Workload):
+    from planner.workload.device_graph import _captured
+    _, _, captured, roles, _, _ = _captured(resolve("qwen3-30b-a3b"), replace(workload, engine="eager"), 1, 1)
+    records = captured.graph.records
+    tags = pointwise_packets(captured.graph)
+    classified = [classify(rec, rec.packet in tags) for rec in records]
+    return lower(records, [c for c, _ in classified], [c for _, c in classified], roles, engine)
+
+
+def test_a_serving_engine_runs_each_expert_step_once_for_all_experts():
+    # qwen3-30b-a3b, one decode step at batch 2: 2 tokens x top-8 = 16 (token, expert) rows, one per expert,
+    # so without the rule there are 16 copies of each expert kernel (gate, up, silu*mul, down, and the gather, weighting and
+    # scatter of each expert's rows). vLLM's fused MoE runs each once for all 16: the same FLOP and bytes in
+    # fewer kernels; the grouped GEMM is looked up as a batched GEMM [16, 1, 2048] x [16, 2048, 768]
+    w = Workload(mode="decode", batch=2, context_len=64, dtype="bf16")
+    engine = get_engine("vllm")
+    ungrouped = replace(engine, fusions=tuple(f for f in engine.fusions if f[0] != "moe_grouped"))
+    apart, vllm = _moe_kernels(ungrouped, w), _moe_kernels(engine, w)
+    for field in ("flop", "bytes_read", "bytes_written"):
+        assert sum(getattr(k.cost, field) for k in vllm) == pytest.approx(sum(getattr(k.cost, field) for k in apart))
+    experts = lambda ks: [k for k in ks if ".experts." in k.record.module or k.record.op.startswith("fused.experts:")]  # noqa: E731
+    assert len([k for k in experts(apart) if k.category == "matmul"]) == 16 * 3
+    grouped = [k for k in experts(vllm) if k.category == "matmul"]
+    assert len(grouped) == 3  # gate, up and down, each once
+    gate = grouped[0]
+    assert gate.record.packet == "aten.bmm" and gate.absorbed == 16
+    assert [t.shape for t in gate.record.tensors()] == [(16, 1, 2048), (16, 2048, 768)]
+    # without the rule (eager, megatron) every expert keeps its kernels: the rule is the serving engines'
+    assert not any(k.record.op.startswith("fused.experts:") for k in apart)
+    assert not any(k.record.op.startswith("fused.experts:") for k in _moe_kernels(get_engine("eager"), w))
+    assert all(get_engine(e).fuses("moe_grouped", "forward") for e in ("vllm", "sglang", "trtllm"))
+
+
+def test_a_grouped_expert_gemm_streams_no_faster_than_the_bandwidth():
+    # deepseek-v3 fp8 decode on 8 x H200 (tp 8): each grouped expert GEMM moves its experts' weights at
+    # most at 4.8 TB/s, and the step is far from the 445 ms it took as 14,848 kernels per projection
+    from planner.predict import Request, predict
+    from planner.predict.api import op_rows
+    req = Request("deepseek-v3", "h200-sxm", gpus=8, tp=8, batch=32, dtype="quant=fp8")
+    h200 = predict(req).metrics
+    rows = [r for r in op_rows(req)["decode"] if r.op.startswith("fused.experts:")]
+    from planner.hardware.catalog import load_catalog
+    bw = load_catalog().device("h200-sxm").mem_bytes_per_s
+    assert rows and all(r.bytes / r.time_s <= bw * (1 + 1e-9) for r in rows if r.bound == "memory")
+    assert h200["tpot_s"] < 0.1
