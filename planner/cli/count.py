@@ -14,7 +14,7 @@ from planner.units import json_safe, si
 from planner.workload.counting import Counts, OpCost, count
 from planner.workload.device_graph import kernels
 from planner.workload.dtypes import DTYPES
-from planner.workload.graphs import MODES, Workload, WorkloadGraph, build_graph
+from planner.workload.graphs import MODES, Workload, WorkloadGraph, build_graph, context_note
 from planner.workload.quant import describe
 from planner.workload.zoo import resolve
 
@@ -167,11 +167,11 @@ def cmd_count(args: argparse.Namespace) -> int:
         print(f"UNSUPPORTED    {listed}  (no formula: their cost is not in the totals)")
     else:
         print("unsupported    none")
-    w, limit = wg.workload, getattr(model.config, "max_position_embeddings", None)
+    w = wg.workload
     tokens = (w.context_len + 1) if w.mode == "decode" and w.context_len else w.seq_len
-    if model.family == "decoder" and limit and tokens and tokens > limit:
-        print(f"note           {tokens:,} tokens exceed {model.name}'s context window of {limit:,} "
-              "(max_position_embeddings): counted as if it ran them")
+    note = context_note(model, tokens, f"{tokens or 0:,} tokens", "counted")
+    if note:
+        print(f"note           {note}")
     if args.by == "kernel":
         _print_kernels(lowered, args.top)
     else:

@@ -19,6 +19,7 @@ from planner.predict.inference import predict_inference
 from planner.predict.prediction import CostOptions, Prediction
 from planner.predict.training import predict_training
 from planner.workload.engines import check_engine, default_engine, get_engine
+from planner.workload.graphs import context_note
 from planner.workload.parallelism import Parallelism
 from planner.workload.quant import compose
 from planner.workload.zoo import Model, resolve
@@ -224,15 +225,12 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
 
 def _context_note(model: Model, p: Prediction) -> Prediction:
     """`p` with a note where its sequence (prompt + output, or a training sequence) is longer than the
-    model's context window (max_position_embeddings): predicted as asked, since a user may extend it."""
-    limit = getattr(model.config, "max_position_embeddings", None) if model.family == "decoder" else None
+    model's context window (graphs.context_note)."""
     m = p.metrics
     tokens = (m.get("input_len") or 0) + (m.get("output_len") or 0) if "output_len" in m else m.get("seq_len")
-    if not limit or not tokens or tokens <= limit:
-        return p
     what = "prompt + output" if "output_len" in m else "sequence"
-    return replace(p, notes=(*p.notes, f"{tokens:,} tokens ({what}) exceed {model.name}'s context window of "
-                                       f"{limit:,} (max_position_embeddings): predicted as if it ran them"))
+    note = context_note(model, tokens, f"{tokens or 0:,} tokens ({what})", "predicted")
+    return p if note is None else replace(p, notes=(*p.notes, note))
 
 
 def _auto_micro_batch(req: Request, target, model: Model, par: Parallelism, cost: CostOptions,
@@ -381,8 +379,8 @@ def compare(model: str | Model, devices: list[str] | None = None, mode: str = "i
 
 def _sorted_rows(rows: list[dict], column: str, ascending: bool) -> list[dict]:
     """`rows` with those that fit first, then by `column` (missing values last), ties in their order: what
-    DataFrame.sort_values(["fits", column], na_position="last") gives, in a tenth of its time (a cached
-    compare spent half its time there)."""
+    DataFrame.sort_values(["fits", column], na_position="last") gave, without building and sorting a
+    frame first (the cached compare of benchmarks/predict_speed.py: 0.058 -> 0.044 s on a 2-core machine)."""
     def key(row: dict):
         value = row.get(column)
         missing = value is None or value != value  # None or NaN

@@ -30,6 +30,7 @@ from planner.serve.policies import Policy, describe, policy_for
 from planner.serve.sim import Run, simulate
 from planner.serve.steps import StepModel
 from planner.workload.engines import get_engine
+from planner.workload.graphs import context_note
 from planner.workload.zoo import Model, resolve
 
 DEFAULT_REQUESTS = 1000
@@ -266,11 +267,10 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     prefill_copies, decode_copies = _copies(req, scheduling.disagg)
     clients = load.concurrency or 0
     notes = [engine_note]
-    limit = getattr(model.config, "max_position_embeddings", None)
     longest = int((arrivals.input_len + arrivals.output_len).max()) if len(arrivals.input_len) else 0
-    if limit and longest > limit:
-        notes.append(f"requests of up to {longest:,} tokens (prompt + output) exceed {model.name}'s context window "
-                     f"of {limit:,} (max_position_embeddings): simulated as if it ran them")
+    note = context_note(model, longest, f"requests of up to {longest:,} tokens (prompt + output)", "simulated")
+    if note:
+        notes.append(note)
     if prefill_copies:
         run = _disaggregated(steps, policy, kv_blocks, arrivals, prefill_copies, decode_copies, device, par, clients,
                              notes)

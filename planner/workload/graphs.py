@@ -100,6 +100,17 @@ def _short(value) -> str:
 
 
 @lru_cache(maxsize=4096)
+def context_note(model: Model, tokens: int | None, what: str, verb: str) -> str | None:
+    """A note where a decoder is asked for more `tokens` than its context window (max_position_embeddings)
+    holds: "<what> exceed <model>'s context window of <limit> (...): <verb> as if it ran them"; else None.
+    The workload is still run as asked: a user may extend the window (RoPE scaling)."""
+    limit = getattr(model.config, "max_position_embeddings", None) if model.family == "decoder" else None
+    if not limit or not tokens or tokens <= limit:
+        return None
+    return (f"{what} exceed {model.name}'s context window of {limit:,} (max_position_embeddings): "
+            f"{verb} as if it ran them")
+
+
 def resolve_workload(model: Model, w: Workload) -> Workload:
     """Return `w` with the mode made concrete and defaults filled; raise on impossible sizes. Cached (both
     are frozen values; a raise is not cached): every prediction resolves its workloads."""

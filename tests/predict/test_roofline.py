@@ -12,14 +12,15 @@ from planner.workload.counting import classify
 
 
 @dataclass(frozen=True)
-class UnitEfficiency:
-    """Efficiency 1, no overhead: the pure roofline."""
+class FixedEfficiency:
+    """The same efficiency `eta` both ways, no overhead; 1 is the pure roofline."""
 
+    eta: float = 1.0
     tier: str = "datasheet"
     band_fraction: float = 0.0
 
     def efficiencies(self, rec, category, device, nbytes=None):
-        return 1.0, 1.0, 0.0
+        return self.eta, self.eta, 0.0
 
 
 def _t(*shape, bits=16, dtype="bfloat16"):
@@ -39,7 +40,7 @@ def test_8192_cubed_bf16_gemm_on_h100_at_efficiency_1():
     # 2·8192³ FLOP / 989.4e12 FLOP/s (h100-sxm dense bf16) = 1.1113 ms, compute-bound
     h100 = load_catalog().device("h100-sxm")
     rec, cat, cost = _mm(8192, 8192, 8192)
-    t = op_time(rec, cat, cost, "bf16", h100, UnitEfficiency())
+    t = op_time(rec, cat, cost, "bf16", h100, FixedEfficiency())
     assert t.time_s == 2 * 8192**3 / h100.peak("bf16")
     assert t.bound == "compute"
 
@@ -48,7 +49,7 @@ def test_gemv_is_memory_bound_at_bandwidth():
     # [1, 4096] @ [4096, 4096] bf16 reads 4096·4096·2 + 4096·2 B and writes 4096·2 B
     a100 = load_catalog().device("a100-sxm-80gb")
     rec, cat, cost = _mm(1, 4096, 4096)
-    t = op_time(rec, cat, cost, "bf16", a100, UnitEfficiency())
+    t = op_time(rec, cat, cost, "bf16", a100, FixedEfficiency())
     assert t.bound == "memory"
     assert t.time_s == pytest.approx((4096 * 4096 * 2 + 4096 * 2 * 2) / a100.mem_bytes_per_s)
 
@@ -77,7 +78,7 @@ def test_unsupported_dtype_is_a_clear_error():
     v100 = load_catalog().device("v100-sxm2-32gb")
     rec, cat, cost = _mm(64, 64, 64)
     with pytest.raises(UnsupportedError, match="bf16"):
-        op_time(rec, cat, cost, "bf16", v100, UnitEfficiency())
+        op_time(rec, cat, cost, "bf16", v100, FixedEfficiency())
 
 
 def test_datasheet_efficiency_never_exceeds_one():
@@ -92,26 +93,16 @@ def test_datasheet_efficiency_never_exceeds_one():
     assert op_time(rec, cat, cost, "bf16", faster, eff).time_s < op_time(rec, cat, cost, "bf16", h100, eff).time_s
 
 
-@dataclass(frozen=True)
-class FastEfficiency:
-    """A curve read above 1 (a wave factor moved to a device with fewer SMs): 2.3 both ways."""
-
-    tier: str = "transferred"
-    band_fraction: float = 0.0
-
-    def efficiencies(self, rec, category, device, nbytes=None):
-        return 2.3, 2.3, 0.0
-
-
 def test_an_efficiency_above_1_is_held_at_the_device_peak_and_bandwidth():
     # L4 (300 GB/s): the [1, 4096] x [4096, 1024] decode GEMM reads 4096·1024·2 + 4096·2 B and writes
     # 1024·2 B, no faster than at 300 GB/s however high the curve reads; compute likewise caps at the peak
     l4 = load_catalog().device("l4")
     rec, cat, cost = _mm(1, 4096, 1024)
-    t = op_time(rec, cat, cost, "bf16", l4, FastEfficiency())
+    fast = FixedEfficiency(2.3)  # a curve read above 1 (a wave factor moved to a device with fewer SMs)
+    t = op_time(rec, cat, cost, "bf16", l4, fast)
     assert t.memory_s == pytest.approx((4096 * 1024 * 2 + 4096 * 2 + 1024 * 2) / l4.mem_bytes_per_s)
     rec, cat, cost = _mm(8192, 8192, 8192)
-    assert op_time(rec, cat, cost, "bf16", l4, FastEfficiency()).compute_s == 2 * 8192**3 / l4.peak("bf16")
+    assert op_time(rec, cat, cost, "bf16", l4, fast).compute_s == 2 * 8192**3 / l4.peak("bf16")
 
 
 @dataclass(frozen=True)
