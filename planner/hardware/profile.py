@@ -237,17 +237,18 @@ def _dtype_peak(device: Device, dtype: str) -> float | None:
 def _features(m: dict) -> tuple[str, tuple[float, ...], tuple[int, int, int, int] | None]:
     """(model key, log-shape features, GEMM shape for wave quantization) of one measurement."""
     kind = m["kind"]
+    log2 = math.log2  # shapes are whole numbers >= 1 (profile_check), so no floor is needed as for bytes
     if kind == "gemm":
         family = "gemm" if m.get("layout", "nt") == "nt" else "gemm_nn"
         # rows whose inner dimensions are not 16-byte multiples run other (older, slower) kernels
         align = m.get("align_bytes", 16)
         suffix = f"@{align}" if align < 16 else ""
-        return f"{family}:{m['dtype']}{suffix}", (_log2(m["m"]), _log2(m["n"]), _log2(m["k"])), (1, m["m"], m["n"], m["k"])
+        return f"{family}:{m['dtype']}{suffix}", (log2(m["m"]), log2(m["n"]), log2(m["k"])), (1, m["m"], m["n"], m["k"])
     if kind == "bmm":
-        return "bmm", (_log2(m["b"]), _log2(m["m"]), _log2(m["n"]), _log2(m["k"])), (m["b"], m["m"], m["n"], m["k"])
+        return "bmm", (log2(m["b"]), log2(m["m"]), log2(m["n"]), log2(m["k"])), (m["b"], m["m"], m["n"], m["k"])
     if kind == "attention":
         # group: query heads per KV head (grouped-query attention; 1 where the measurement has none)
-        feats = (_log2(m["bh"]), _log2(m["sq"]), _log2(m["sk"]), _log2(m["d"]), 1.0 if m["causal"] else 0.0,
+        feats = (log2(m["bh"]), log2(m["sq"]), log2(m["sk"]), log2(m["d"]), 1.0 if m["causal"] else 0.0,
                  _log2(m.get("group", 1)))
         # fp32 attention runs other kernels than 16-bit flash attention (no flash kernel takes fp32)
         key = "attention:fp32" if m.get("dtype") == "fp32" else "attention"
@@ -421,6 +422,7 @@ class ProfileModel:
             cols.append((m["flop"], m["bytes"], m["time_s"], self._fixed_s(m), peak,
                          *(_wave_shape(key, shape) if shape is not None else (0, 0, 0, 0))))
         self.memo_ = {}
+        self.curve_memo_ = {}  # η at (key, features), before the device's wave factor (predict_eta)
         self.models_ = {}
         for key, (xs, cols) in groups.items():
             flop, nbytes, time_s, fixed, peak, batch, m_, n_, _ = np.asarray(cols, dtype=float).T
@@ -476,14 +478,21 @@ class ProfileModel:
         slot = (key, feats, shape, device.id, device.compute_units, device.kind)
         if slot in memo:
             return memo[slot]
-        model = self.models_.get(key)
-        if model is None:
+        # the interpolation is the device's only where the wave factor is put back: the η a profile
+        # measured at these features is read once for every device it is carried to (a cold `compare`
+        # looks up 3,467 (op, device) pairs over 1,220 distinct features)
+        curve = self.__dict__.setdefault("curve_memo_", {})
+        if (key, feats) not in curve:
+            model = self.models_.get(key)
+            curve[key, feats] = None if model is None else math.exp(model(feats))
+        eta = curve[key, feats]
+        if eta is None:
             return None
-        eta = math.exp(model(feats))
         if shape is not None and device.kind == "gpu":
             eta *= wave_efficiency(_wave_shape(key, shape), self.kind_defaults, device)
         if len(memo) > 100_000:
             memo.clear()
+            curve.clear()
         memo[slot] = eta
         return eta
 

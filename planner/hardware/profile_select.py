@@ -19,6 +19,7 @@ from planner.hardware.catalog import Device
 from planner.hardware.efficiency import Defaults, KindDefaults, gemm_shape
 from planner.hardware.profile import Profile, ProfileModel, _log2, profile_device
 from planner.hardware.profile_check import own_band, recorded_band, transfer_error
+from planner.memo import IdentityMemo
 from planner.workload.capture import OpRecord
 
 _TRANSCENDENTAL = frozenset({"aten.gelu", "aten.silu", "aten.tanh", "aten.exp", "aten.sigmoid", "aten.erf",
@@ -201,7 +202,12 @@ class ProfileEfficiency:
         return self._key(rec, category) is not None
 
     def _key(self, rec: OpRecord, category: str) -> tuple[str, tuple[float, ...] | None, object] | None:
-        """(model key, features or None for memory-bound, wave shape) of an op the profile covers."""
+        """(model key, features or None for memory-bound, wave shape) of an op the profile covers.
+        Memoized by the op and the fitted model: the key is the curve's, not the device's, so a part
+        timed on a profiled device and on each neighbour it is transferred to reads it once."""
+        return _KEYS.get((rec, self.model), (category,), lambda: self._find_key(rec, category))
+
+    def _find_key(self, rec: OpRecord, category: str) -> tuple[str, tuple[float, ...] | None, object] | None:
         m = self.model
         found = _op_key(rec, category, "fp32", m.models_)
         if found is None:
@@ -246,6 +252,10 @@ class ProfileEfficiency:
         if eta is None:
             return self.fallback.efficiencies(rec, category, device, nbytes)
         return eta, eta, overhead
+
+
+_KEYS = IdentityMemo(65_536)
+"""ProfileEfficiency._key by (op record, fitted model, category)."""
 
 
 def _folder_tier(profiles: Mapping[str, Profile], device_id: str) -> str:

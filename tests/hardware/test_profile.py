@@ -143,3 +143,25 @@ def test_the_grid_interpolation_is_scipys_multilinear_one():
     for _ in range(500):
         q = np.array([rng.uniform(ax[0], ax[-1]) for ax in axes])
         assert grid(q) == pytest.approx(float(ref(q.reshape(1, -1))[0]), abs=1e-12)
+
+
+def test_a_curve_read_for_one_device_is_carried_to_another_with_that_devices_wave_factor():
+    """predict_eta reads the interpolated η of (key, features) once for every device (curve_memo_) and puts
+    back each device's own wave factor: on the synthetic H100 profile a GEMM of 1000 x 3000 x 1500 gives
+    η = 0.7 x wave(device) on the H100 (132 SMs) and on the L4 (58 SMs), whichever is asked first, and
+    equal to a freshly fitted model's answer."""
+    from planner.hardware.profile import ProfileModel
+
+    profile, kind = _synthetic("h100-sxm"), load_defaults().kinds["gpu"]
+    cat = load_catalog()
+    h100, l4 = cat.device("h100-sxm"), cat.device("l4")
+    assert h100.compute_units != l4.compute_units
+    feats, shape = (math.log2(1000), math.log2(3000), math.log2(1500)), (1, 1000, 3000, 1500)
+    first_h100 = ProfileModel(kind).fit(profile, h100)
+    first_l4 = ProfileModel(kind).fit(profile, h100)
+    a = [first_h100.predict_eta("gemm:bf16", feats, shape, d) for d in (h100, l4)]
+    b = [first_l4.predict_eta("gemm:bf16", feats, shape, d) for d in (l4, h100)][::-1]
+    assert a == b
+    for eta, dev in zip(a, (h100, l4)):
+        assert eta == pytest.approx(ETA * wave_efficiency(shape, kind, dev), rel=1e-6)
+    assert a[0] != pytest.approx(a[1], rel=1e-3)  # the wave factors differ: the memo did not carry one over
