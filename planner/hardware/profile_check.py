@@ -119,12 +119,6 @@ def check_profile(raw, where: str, floats_finite: bool = False) -> None:
     if dispatch and "host_per_op_s" not in dispatch:
         raise ConfigError(f"{where}: dispatch needs host_per_op_s (and view_host_s, kernel_floor_s, "
                           "isolated_call_s, after_launch_s)")
-    for i, m in enumerate(measurements):
-        if isinstance(m, dict) and m.get("timing", "event") not in ("event", "kernel"):
-            raise ConfigError(f"{where}: measurements[{i}].timing {_show(m.get('timing'))} is not event or kernel")
-        if isinstance(m, dict) and m.get("align_bytes", 16) not in (2, 4, 8, 16):
-            raise ConfigError(f"{where}: measurements[{i}].align_bytes {_show(m.get('align_bytes'))} is not 2, 4, 8 "
-                              "or 16")
     collectives = raw.get("collectives")
     if isinstance(collectives, dict):  # a string says why none was measured
         for op, fit in _object(collectives, "fit", where).items():
@@ -163,12 +157,21 @@ def _plainly_sound(m) -> bool:
         value = m.get(key)
         if type(value) is not int or not 1 <= value <= _MAX_COUNT:
             return False
-    return all(type(m.get(key)) is valid for key, needed, valid in _FLAGS if key in m or kind == needed)
+    return all(type(m.get(key)) is valid for key, needed, valid in _FLAGS if key in m or kind == needed) and \
+        m.get("timing", "event") in _TIMINGS and m.get("align_bytes", 16) in _ALIGNS
+
+
+_TIMINGS = ("event", "kernel")
+_ALIGNS = (2, 4, 8, 16)
 
 
 def _check_measurement(m, where: str) -> None:
     if not isinstance(m, dict):
         raise ConfigError(f"{where}: a JSON object expected, got {_show(m)}")
+    if m.get("timing", "event") not in _TIMINGS:
+        raise ConfigError(f"{where}.timing {_show(m.get('timing'))} is not event or kernel")
+    if m.get("align_bytes", 16) not in _ALIGNS:
+        raise ConfigError(f"{where}.align_bytes {_show(m.get('align_bytes'))} is not 2, 4, 8 or 16")
     kind = m.get("kind")
     if kind not in (*SHAPES, *OVERHEADS, *SIZED):
         raise ConfigError(f"{where}: unknown kind {_show(kind)}; valid: {', '.join((*SHAPES, *OVERHEADS, *SIZED))}")
