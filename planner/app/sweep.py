@@ -72,7 +72,7 @@ def _sweep_view(frame: pd.DataFrame) -> None:
     units = sorted(frame["unit"].dropna().unique())
     cols = st.columns(4)
     unit = cols[0].selectbox("Per", units, key="sweep_unit",
-                             help="The unit of work costs are counted in: output tokens, samples or steps") \
+                             help="The unit of work costs are counted in: output tokens, training tokens or samples") \
         if units else None
     models = sorted(frame["in.model"].astype(str).unique())
     devices = sorted(frame["in.device"].astype(str).unique())
@@ -83,9 +83,10 @@ def _sweep_view(frame: pd.DataFrame) -> None:
     fits = cols[3].checkbox("Fits in memory only", True, key="sweep_fits",
                             help="Hide configurations whose memory per device is over its capacity")
     rows = frame[frame["in.model"].astype(str).isin(pick_models) & frame["in.device"].astype(str).isin(pick_devices)]
+    # a point that did not predict has no unit: counted before the rows of one unit are picked
+    errors = int(rows["error"].notna().sum()) if "error" in rows else 0
     if unit is not None:
         rows = rows[rows["unit"] == unit]
-    errors = int(rows["error"].notna().sum()) if "error" in rows else 0
     ok = usable(rows) if fits else rows[rows["error"].isna()] if "error" in rows else rows
     front = pareto_front(rows)
     c = st.columns(3)

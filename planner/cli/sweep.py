@@ -70,29 +70,45 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             bar.close()
     import pandas as pd
     frame = measures(pd.read_parquet(result.out))
-    print(f"sweep          {result.points:,} points ({grid.size:,} before constraints), {result.rows:,} rows written "
-          f"to {result.out}, {result.errors:,} errors")
-    rate = (result.points / result.wall_s) if result.wall_s > 0 else float("inf")
-    resumed = f", {result.resumed_chunks} chunks resumed from disk" if result.resumed_chunks else ""
-    print(f"run            backend {result.backend}, {fmt_time(result.wall_s)} ({rate:,.0f} points/s){resumed}")
+    print(f"sweep          {_count(result.points, 'point')} ({grid.size:,} before constraints), "
+          f"{_count(result.rows, 'row')} written to {result.out}, {_count(result.errors, 'error')}")
+    if result.errors:
+        print(f"               the {_count(result.errors, 'point')} that could not be predicted say why in the "
+              "'error' column (written whatever `keep` asks)")
+    rate = (result.predicted / result.wall_s) if result.wall_s > 0 else float("inf")
+    resumed = f", {_count(result.resumed_chunks, 'chunk')} resumed from disk" if result.resumed_chunks else ""
+    print(f"run            backend {result.backend}, {_count(result.predicted, 'point')} predicted in "
+          f"{fmt_time(result.wall_s)} ({rate:,.0f} points/s){resumed}")
+    # the axes that vary besides those every table shows: rows that differ only there must not look alike
+    shown = {"model", "device", "gpus", "tp", "batch", "pricing", "site", "engine"}
+    varying = [k for k, values in grid.axes if len(values) > 1 and k not in shown]
     front = pareto_front(frame)
-    for unit, group in front.groupby("unit", sort=True):
-        shown = f", the {args.top} cheapest shown" if len(group) > args.top else ""
-        print(f"\nPareto front of cost, latency and throughput, per {unit}: {len(group)} points{shown}")
-        _table(group.head(args.top), unit)
+    for (unit, model), group in front.groupby(["unit", "in.model"], sort=True):
+        more = f", the {args.top} cheapest shown" if len(group) > args.top else ""
+        print(f"\n{model}: Pareto front of cost, latency and throughput, per {unit}: "
+              f"{_count(len(group), 'point')}{more}")
+        _table(group.head(args.top), unit, varying)
     best = best_per_device(frame)
-    for unit, group in best.groupby("unit", sort=True):
-        print(f"\nbest point per device, per {unit} (least cost)")
-        _table(group, unit)
+    for (unit, model), group in best.groupby(["unit", "in.model"], sort=True):
+        print(f"\n{model}: best point per device, per {unit} (least cost)")
+        _table(group, unit, varying)
     return 0
 
 
-def _table(rows, unit: str) -> None:
-    print(f"{'id':>8} {'model':<18} {'device':<14} {'gpus':>4} {'tp':>3} {'batch':>6} {'$/1M ' + unit[:6]:>14} "
-          f"{'latency':>10} {'throughput/s':>13}  engine, pricing")
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _table(rows, unit: str, varying: list[str]) -> None:
+    extra = "".join(f" {k[:10]:>10}" for k in varying)
+    print(f"{'id':>8} {'model':<18} {'device':<14} {'gpus':>4} {'tp':>3} {'batch':>6}{extra} "
+          f"{'$/1M ' + unit.split()[-1][:6]:>14} {'latency':>10} {'throughput/s':>13}  engine, pricing")
     for _, r in rows.iterrows():
         batch = r.get("batch")
         batch = "-" if batch is None or batch != batch else f"{int(batch)}"
+        values = "".join(f" {str(r.get('in.' + k))[:10]:>10}" for k in varying)
+        site = r.get("in.site")
+        priced = f"site {site}" if isinstance(site, str) and site else (r.get("in.pricing") or "on_demand")
         print(f"{int(r['id']):>8} {str(r['model'])[:18]:<18} {str(r['device'])[:14]:<14} {int(r['gpus']):>4} "
-              f"{int(r['tp']):>3} {batch:>6} {r['usd_per_unit'] * 1e6:>14.4f} {fmt_time(r['latency_s_']):>10} "
-              f"{r['throughput_per_s']:>13,.1f}  {r.get('engine', '')}, {r.get('in.pricing') or 'on_demand'}")
+              f"{int(r['tp']):>3} {batch:>6}{values} {r['usd_per_unit'] * 1e6:>14.4f} {fmt_time(r['latency_s_']):>10} "
+              f"{r['throughput_per_s']:>13,.1f}  {r.get('engine', '')}, {priced}")

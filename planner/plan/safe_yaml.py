@@ -140,7 +140,9 @@ def load_yaml(text: str, what: str) -> Any:
     except _Refused as exc:
         raise ConfigError(f"{what}: refused: {exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{what}: not valid YAML ({_one_line(exc)})") from None
+        # the loader read a string, which it calls "<unicode string>": `what` names the file already
+        detail = _one_line(exc).replace(' in "<unicode string>",', " at")
+        raise ConfigError(f"{what}: not valid YAML ({detail})") from None
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         # e.g. an integer of more digits than Python converts, or a date like 2024-13-45
         raise ConfigError(f"{what}: not valid YAML ({type(exc).__name__}: {_one_line(exc)})") from None

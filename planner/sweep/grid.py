@@ -38,8 +38,9 @@ from planner.errors import ConfigError
 from planner.files import read_text
 from planner.plan.safe_yaml import load_yaml
 
-MAX_POINTS = 10**9
-"""Largest grid accepted (points before constraints)."""
+MAX_POINTS = 10**8
+"""Largest grid accepted (points before constraints): about three hours of one core at the 10,000
+points/s benchmarks/sweep_speed.py measures over cached graphs."""
 MAX_AXIS_VALUES = 100_000
 """Most values one axis may take."""
 MAX_EXPR_CHARS = 500
@@ -66,9 +67,10 @@ class Constraint:
             return bool(_evaluate(self.tree.body, point))
         except ZeroDivisionError:
             return False
-        except TypeError:
+        except (TypeError, ValueError, OverflowError, MemoryError):
             raise ConfigError(f"where '{self.text}': cannot compare or compute with the values of point "
-                              f"{json.dumps(point, default=str)} (a number against a text?)") from None
+                              f"{json.dumps(point, default=str)} (arithmetic takes numbers; a text is only "
+                              "compared)") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,13 @@ class Grid:
     chunk: int
     digest: str
     """sha256 of the grid's canonical JSON: a resumed sweep must be of the same grid."""
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """Axes whose values mix texts and numbers (batch: [1, 8, auto]): their `in.<key>` column is
+        written as text, as one Parquet column holds one type."""
+        return tuple(k for k, values in self.axes
+                     if len({isinstance(v, str) for v in values}) > 1)
 
     @property
     def size(self) -> int:
@@ -155,6 +164,24 @@ def parse_grid(data, where: str = "grid") -> Grid:
                             "keep": sorted(keep.items()), "chunk": chunk}, sort_keys=True, default=str)
     return Grid(tuple(axes), tuple(constraints), tuple(sorted(keep.items())), chunk,
                 hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def check_names(grid: Grid, where: str = "grid") -> None:
+    """Refuse a grid naming a model or a device planner does not know, before any point is predicted:
+    a misspelt name would otherwise fail every point it takes part in. ConfigError names the axis, the
+    value and what would be valid (zoo ids, config.json paths; catalog devices and aliases)."""
+    from planner.errors import PlannerError
+    from planner.predict.context import default_context
+    from planner.workload.zoo import resolve
+
+    ctx = default_context()
+    axes = dict(grid.axes)
+    for key, check in (("model", resolve), ("device", ctx.device)):
+        for value in axes.get(key, ()):
+            try:
+                check(str(value))
+            except PlannerError as exc:
+                raise ConfigError(f"{where}: axis '{key}': {' '.join(str(exc).split())}") from None
 
 
 def _values(key: str, spec, where: str) -> tuple:
@@ -252,7 +279,10 @@ def _evaluate(node: ast.AST, point: dict):
     if isinstance(node, ast.Name):
         return point[node.id]
     if isinstance(node, ast.BinOp):
-        return _BINARY[type(node.op)](_evaluate(node.left, point), _evaluate(node.right, point))
+        left, right = _evaluate(node.left, point), _evaluate(node.right, point)
+        if isinstance(left, str) or isinstance(right, str):  # 'x' * 10**12 or '%s' % ... would build texts
+            raise TypeError("arithmetic on a text")
+        return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp):
         value = _evaluate(node.operand, point)
         return (not value) if isinstance(node.op, ast.Not) else (-value if isinstance(node.op, ast.USub) else +value)

@@ -1,6 +1,6 @@
 """Run a sweep: predict every point of a grid in chunks, on one of four backends, into Parquet.
 
-The unit of work is `predict_chunk`, a plain function of (points, keep) that every backend runs
+The unit of work is `predict_chunk`, a plain function of (points, keep, texts) that every backend runs
 unchanged: in this process, in local worker processes (`--workers N`), on a Dask cluster or on Ray.
 Each worker keeps planner's caches (captured graphs by model, workload shape and parallel layout;
 op timings by graph part and device), so a graph is captured once per worker.
@@ -11,7 +11,8 @@ with the same grid and --out skips the chunks on disk; when all are there they a
 (a temporary file renamed over it) and the parts folder is removed. Rows are those of `planner predict
 --configs` on the same points: `id`, the prediction's keys as columns (nested mappings flattened as
 `memory.weights_bytes`, lists as JSON text), `error` for a point that cannot be predicted, and the point's
-own values as `in.<key>`.
+own values as `in.<key>`. `keep` filters the predicted rows; a point that could not be predicted is
+always written, so that a filter never hides a failure.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class SweepResult:
     """Chunks found on disk from an interrupted run and not predicted again."""
     wall_s: float
     backend: str
+    predicted: int = 0
+    """Points predicted by this run (the others were resumed from disk)."""
 
 
 _ENCODER = json.JSONEncoder(default=str)  # one encoder: json.dumps(..., default=str) builds one per call
@@ -85,8 +88,9 @@ def flatten(out: dict, prefix: str = "") -> dict:
     return row
 
 
-def predict_point(ident: int, point: dict) -> dict:
-    """One point as `planner predict --configs` predicts it (its JSON line), flattened, with `in.<key>`."""
+def predict_point(ident: int, point: dict, texts: tuple[str, ...] = ()) -> dict:
+    """One point as `planner predict --configs` predicts it (its JSON line), flattened, with `in.<key>`
+    (as text for the keys in `texts`: an axis mixing texts and numbers, Grid.texts)."""
     from planner.predict.api import predict, request_from_row
 
     try:
@@ -94,17 +98,19 @@ def predict_point(ident: int, point: dict) -> dict:
     except PlannerError as exc:
         out = {"id": ident, "error": " ".join(str(exc).split())}
     row = flatten(out)
-    row.update({f"in.{k}": v for k, v in point.items()})
+    row.update({f"in.{k}": str(v) if k in texts else v for k, v in point.items()})
     return row
 
 
-def predict_chunk(points: list[tuple[int, dict]], keep: tuple[tuple[str, object], ...] = ()) -> list[dict]:
-    """Rows of `points` ((id, point) pairs) that pass `keep`; the function every backend runs."""
+def predict_chunk(points: list[tuple[int, dict]], keep: tuple[tuple[str, object], ...] = (),
+                  texts: tuple[str, ...] = ()) -> list[dict]:
+    """Rows of `points` ((id, point) pairs) that pass `keep`, and every point that could not be
+    predicted (its row holds `error`: a filter never hides a failure); the function every backend runs."""
     _one_thread()
     rows = []
     for ident, point in points:
-        row = predict_point(ident, point)
-        if all(row.get(column) == value for column, value in keep):
+        row = predict_point(ident, point, texts)
+        if "error" in row or all(row.get(column) == value for column, value in keep):
             rows.append(row)
     return rows
 
@@ -122,27 +128,68 @@ def run_sweep(grid: Grid, out: str | Path, backend: str = "local", workers: int 
     """Predict every point of `grid` into the Parquet file `out` on `backend` ("local", "processes",
     "dask" or "ray"; `address` a cluster's, None to start a local one of `workers` workers). `total(points,
     done)` is called once the grid is counted, `progress(n)` as each chunk of n points lands."""
+    from planner.sweep.grid import check_names
+
     start = time.perf_counter()
-    out = Path(out)
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend '{backend}'; valid: {', '.join(BACKENDS)}")
-    if out.is_dir():
-        raise ConfigError(f"--out '{out}' is a directory; give a file path such as sweep.parquet")
-    if not out.parent.is_dir():
-        raise ConfigError(f"--out '{out}': folder '{out.parent}' does not exist")
+    out = _out_path(out)
+    check_names(grid)
+    points = sum(1 for _ in grid.points())  # evaluates every constraint: a bad one stops here, before any file
+    _remove_stale_joins(out)
     parts = _parts_dir(out, grid)
     done = {int(p.stem.split("-")[1]) for p in parts.glob("chunk-*.parquet")}
-    points = sum(1 for _ in grid.points())
+    resumed = min(points, sum(_chunk_len(k, points, grid.chunk) for k in done))
     if total is not None:
-        total(points, min(points, sum(_chunk_len(k, points, grid.chunk) for k in done)))
+        total(points, resumed)
     todo = ((k, chunk) for k, chunk in grid.chunks() if k not in done)
-    for number, rows in _map(backend, todo, grid.keep, workers, address):
+    for number, rows in _map(backend, todo, (grid.keep, grid.texts), workers, address):
         _write_part(parts, number, rows)
         if progress is not None:
             progress(_chunk_len(number, points, grid.chunk))
     written, errors = _join(parts, out)
     shutil.rmtree(parts, ignore_errors=True)
-    return SweepResult(out, points, written, errors, len(done), time.perf_counter() - start, backend)
+    return SweepResult(out, points, written, errors, len(done), time.perf_counter() - start, backend,
+                       points - resumed)
+
+
+def _out_path(out: str | Path) -> Path:
+    """`out` as a Path a sweep may write: a file (not a folder) in a folder that exists, new or a sweep's
+    own Parquet (never another file overwritten); ConfigError otherwise."""
+    if not str(out).strip():
+        raise ConfigError("--out is empty; give a file path such as sweep.parquet")
+    folder = str(out).endswith(("/", os.sep))  # Path() drops the trailing separator
+    out = Path(out)
+    if folder or out.is_dir():
+        raise ConfigError(f"--out '{out}' is a folder; give a file path such as sweep.parquet")
+    if not out.parent.is_dir():
+        raise ConfigError(f"--out '{out}': folder '{out.parent}' does not exist")
+    if out.exists() or out.is_symlink():
+        if not out.is_file() or not _is_sweep(out):
+            raise ConfigError(f"--out '{out}' exists and is not a sweep's Parquet file; a sweep replaces only "
+                              "its own output: remove the file or give another --out")
+    if not os.access(out.parent, os.W_OK):
+        raise ConfigError(f"--out '{out}': folder '{out.parent}' is not writable")
+    return out
+
+
+def _is_sweep(path: Path) -> bool:
+    """True for a Parquet file holding a sweep's id, in.model and in.device columns (its footer only is read)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        names = set(pq.read_schema(path).names)
+    except (pa.ArrowException, OSError, ValueError):
+        return False
+    return {"id", "in.model", "in.device"} <= names
+
+
+def _remove_stale_joins(out: Path) -> None:
+    """Remove what a join killed before its rename left (`.<out name>.*.tmp` beside `out`)."""
+    for stale in out.parent.glob(f".{out.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
 
 
 def _chunk_len(number: int, points: int, chunk: int) -> int:
@@ -159,9 +206,12 @@ def _parts_dir(out: Path, grid: Grid) -> Path:
         except (OSError, ValueError):
             seen = {}
         if seen.get("grid_sha256") != grid.digest:
-            raise ConfigError(f"'{parts}' holds an interrupted sweep of another grid; remove that folder or give "
-                              "another --out")
-        return parts
+            if any(parts.glob("chunk-*.parquet")):
+                raise ConfigError(f"'{parts}' holds an interrupted sweep of another grid; remove that folder "
+                                  "to start this grid there, or give another --out")
+            manifest.unlink()  # a run of another grid that stopped before its first chunk: nothing to resume
+        else:
+            return parts
     parts.mkdir(exist_ok=True)
     from planner.files import write_text_atomic
     write_text_atomic(manifest, json.dumps({"grid_sha256": grid.digest, "chunk": grid.chunk}))
@@ -169,14 +219,19 @@ def _parts_dir(out: Path, grid: Grid) -> Path:
 
 
 def _write_part(parts: Path, number: int, rows: list[dict]) -> None:
-    """Write one chunk's rows atomically (a temporary file in the same folder, renamed)."""
-    import pandas as pd
+    """Write one chunk's rows atomically (a temporary file in the same folder, renamed). Each column's
+    type is read from its values alone, so a whole-number column stays int64 where an error row leaves
+    it empty (pandas would make it float64)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    frame = pd.DataFrame(rows) if rows else pd.DataFrame({"id": pd.Series([], dtype="int64")})
+    names = list(dict.fromkeys(key for row in rows for key in row)) or ["id"]
+    table = pa.table({name: [row.get(name) for row in rows] for name in names}) if rows else \
+        pa.table({"id": pa.array([], pa.int64())})
     fd, tmp = tempfile.mkstemp(prefix=".chunk-", suffix=".tmp", dir=parts)
     os.close(fd)
     try:
-        frame.to_parquet(tmp, index=False)
+        pq.write_table(table, tmp)
         os.replace(tmp, parts / f"chunk-{number:08d}.parquet")
     except BaseException:
         with contextlib.suppress(OSError):
@@ -216,18 +271,19 @@ def _join(parts: Path, out: Path) -> tuple[int, int]:
     return rows, errors
 
 
-def _map(backend: str, chunks: Iterator[tuple[int, list]], keep, workers: int, address: str | None
+def _map(backend: str, chunks: Iterator[tuple[int, list]], args: tuple, workers: int, address: str | None
          ) -> Iterator[tuple[int, list[dict]]]:
-    """(chunk number, rows) as chunks finish, in any order; at most 2 x workers chunks in flight."""
+    """(chunk number, rows) as chunks finish, in any order, each chunk's rows predict_chunk(chunk, *args);
+    at most 2 x workers chunks in flight."""
     if backend == "local":
         for number, chunk in chunks:
-            yield number, predict_chunk(chunk, keep)
+            yield number, predict_chunk(chunk, *args)
     elif backend == "processes":
-        yield from _processes(chunks, keep, workers)
+        yield from _processes(chunks, args, workers)
     elif backend == "dask":
-        yield from _dask(chunks, keep, workers, address)
+        yield from _dask(chunks, args, workers, address)
     else:
-        yield from _ray(chunks, keep, workers, address)
+        yield from _ray(chunks, args, workers, address)
 
 
 def _bounded(submit, wait_one, chunks, limit: int):
@@ -243,21 +299,38 @@ def _bounded(submit, wait_one, chunks, limit: int):
         yield pending.pop(handle), rows
 
 
-def _processes(chunks, keep, workers: int):
+def _processes(chunks, args: tuple, workers: int):
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    import queue
+
+    done: queue.SimpleQueue = queue.SimpleQueue()
+
+    def submit(chunk):
+        handle = object()
+        pool.apply_async(predict_chunk, (chunk, *args), callback=lambda rows: done.put((handle, rows, None)),
+                         error_callback=lambda exc: done.put((handle, None, exc)))
+        return handle
 
     def wait_one(pending):
-        finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-        future = next(iter(finished))
-        return future, future.result()
+        handle, rows, exc = done.get()
+        if exc is not None:
+            raise exc
+        return handle, rows
 
-    # spawn: a forked child would inherit torch's thread pools mid-state
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield from _bounded(lambda c: pool.submit(predict_chunk, c, keep), wait_one, chunks, 2 * workers)
+    # spawn: a forked child would inherit torch's thread pools mid-state. The workers ignore SIGINT (a
+    # Ctrl-C reaches the whole process group): this process alone stops, and leaving the `with` on any
+    # exit, an interrupt included, terminates them; a worker interrupted inside the pool's queue lock
+    # would leave the others waiting on it for ever (ProcessPoolExecutor's shutdown did)
+    with multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_interrupts) as pool:
+        yield from _bounded(submit, wait_one, chunks, 2 * workers)
 
 
-def _dask(chunks, keep, workers: int, address: str | None):
+def _ignore_interrupts() -> None:
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _dask(chunks, args: tuple, workers: int, address: str | None):
     try:
         from dask.distributed import Client, LocalCluster, wait
     except ImportError:
@@ -279,14 +352,14 @@ def _dask(chunks, keep, workers: int, address: str | None):
             future = next(iter(finished))
             return future, future.result()
 
-        yield from _bounded(lambda c: client.submit(predict_chunk, c, keep, pure=False), wait_one, chunks, limit)
+        yield from _bounded(lambda c: client.submit(predict_chunk, c, *args, pure=False), wait_one, chunks, limit)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
 
 
-def _ray(chunks, keep, workers: int, address: str | None):
+def _ray(chunks, args: tuple, workers: int, address: str | None):
     try:
         import ray
     except ImportError:
@@ -309,7 +382,7 @@ def _ray(chunks, keep, workers: int, address: str | None):
             ready, _ = ray.wait(list(pending), num_returns=1)
             return ready[0], ray.get(ready[0])
 
-        yield from _bounded(lambda c: remote.remote(c, keep), wait_one, chunks, limit)
+        yield from _bounded(lambda c: remote.remote(c, *args), wait_one, chunks, limit)
     finally:
         if started:
             ray.shutdown()

@@ -1,8 +1,9 @@
 """What a sweep found: each row's cost per unit, latency and throughput on one scale, the Pareto
-front of cost vs latency vs throughput, and the best point per device.
+front of cost vs latency vs throughput of each model, and its best point per device.
 
-Rows are compared within one unit only (output tokens for LLM inference, samples otherwise: a token
-and an image are not the same work), among rows that predict and fit in memory.
+Rows are compared within one unit only (output tokens for LLM inference, the tokens of a training step
+for LLM training, samples otherwise: a token and an image are not the same work), among rows that
+predict and fit in memory.
 """
 
 from __future__ import annotations
@@ -10,39 +11,51 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-THROUGHPUT = ("throughput_tokens_per_s", "throughput_samples_per_s", "tokens_per_s", "samples_per_s")
+UNITS = ("output token", "training token", "sample")
+"""The units rows are compared in: output tokens of LLM serving (`throughput_tokens_per_s`), tokens a
+training step learns from (`tokens_per_s` of mode training), and samples (requests, images, sequences)."""
 LATENCY = ("latency_s", "step_time_s")
-USD_PER_UNIT = (("usd_per_million_output_tokens", 1e-6), ("usd_per_thousand_samples", 1e-3))
+# per unit: its throughput column(s), its price column and the price column's scale (None: $/h over units/h)
+_OF_UNIT = {"output token": (("throughput_tokens_per_s",), ("usd_per_million_output_tokens", 1e-6)),
+            "training token": (("tokens_per_s",), None),
+            "sample": (("throughput_samples_per_s", "samples_per_s"), ("usd_per_thousand_samples", 1e-3))}
 
 
 def measures(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with four columns added: `unit` ("output token" or "sample"), `throughput_per_s`, `latency_s_`
-    (latency of a request, or a training step) and `usd_per_unit` (dollars per one unit), NaN where absent."""
+    """`frame` with four columns added: `unit` (one of UNITS; None for a point that did not predict),
+    `throughput_per_s` (units per second), `latency_s_` (latency of a request, or a training step) and
+    `usd_per_unit` (dollars per one unit), NaN where absent. A training sweep of an LLM counts tokens;
+    each row's throughput and price are read in its own unit, never one unit's figure under another's name."""
     out = frame.copy()
     n = len(out)
+
+    def column(name: str) -> np.ndarray:
+        return pd.to_numeric(out[name], errors="coerce").to_numpy(dtype=float) if name in out else np.full(n, np.nan)
 
     def first(columns) -> np.ndarray:
         values = np.full(n, np.nan)
         for c in columns:
-            if c in out:
-                col = pd.to_numeric(out[c], errors="coerce").to_numpy(dtype=float)
-                values = np.where(np.isnan(values), col, values)
+            values = np.where(np.isnan(values), column(c), values)
         return values
 
-    tokens = out["throughput_tokens_per_s"].notna().to_numpy() if "throughput_tokens_per_s" in out \
-        else np.zeros(n, dtype=bool)
-    out["unit"] = np.where(tokens, "output token", "sample")
-    out["throughput_per_s"] = first(THROUGHPUT)
+    training = (out["mode"].astype(str) == "training").to_numpy() if "mode" in out else np.zeros(n, dtype=bool)
+    failed = out["error"].notna().to_numpy() if "error" in out else np.zeros(n, dtype=bool)
+    unit = np.where(~np.isnan(column("throughput_tokens_per_s")), "output token",
+                    np.where(training & ~np.isnan(column("tokens_per_s")), "training token", "sample")).astype(object)
+    unit[failed] = None
+    out["unit"] = unit
+    throughput, usd = np.full(n, np.nan), np.full(n, np.nan)
+    per_h = column("cost_usd_per_h")
+    for name, (rates, price) in _OF_UNIT.items():
+        rows = unit == name
+        rate = first(rates)
+        throughput = np.where(rows, rate, throughput)
+        priced = column(price[0]) * price[1] if price else np.full(n, np.nan)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a unit without a price column: $/h over units/h
+            priced = np.where(np.isnan(priced), per_h / (rate * 3600), priced)
+        usd = np.where(rows, priced, usd)
+    out["throughput_per_s"] = throughput
     out["latency_s_"] = first(LATENCY)
-    usd = np.full(n, np.nan)
-    for column, scale in USD_PER_UNIT:
-        if column in out:
-            col = pd.to_numeric(out[column], errors="coerce").to_numpy(dtype=float) * scale
-            usd = np.where(np.isnan(usd), col, usd)
-    if "cost_usd_per_h" in out:  # a unit without a per-unit price column: $/h over units per hour
-        per_h = pd.to_numeric(out["cost_usd_per_h"], errors="coerce").to_numpy(dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            usd = np.where(np.isnan(usd), per_h / (out["throughput_per_s"].to_numpy() * 3600), usd)
     out["usd_per_unit"] = usd
     return out
 
@@ -82,27 +95,36 @@ def pareto_mask(cost: np.ndarray, latency: np.ndarray, throughput: np.ndarray) -
     return mask
 
 
+def _groups(rows: pd.DataFrame) -> list[str]:
+    """What a front is drawn within: one unit of work and one model (a 3B model's cheaper token is not
+    the same answer as a 70B one's)."""
+    return ["unit"] + [c for c in ("in.model",) if c in rows]
+
+
 def pareto_front(frame: pd.DataFrame) -> pd.DataFrame:
-    """The Pareto-optimal rows of each unit (cost per unit, latency: lower; throughput: higher), by cost."""
+    """The Pareto-optimal rows of each unit and model (cost per unit, latency: lower; throughput:
+    higher), by unit, model and cost."""
     rows = usable(measures(frame) if "usd_per_unit" not in frame else frame)
     fronts = []
-    for _, group in rows.groupby("unit", sort=True):
+    by = _groups(rows)
+    for _, group in rows.groupby(by, sort=True):
         mask = pareto_mask(group["usd_per_unit"].to_numpy(float), group["latency_s_"].to_numpy(float),
                            group["throughput_per_s"].to_numpy(float))
         fronts.append(group[mask])
     if not fronts:
         return rows.iloc[:0]
-    return pd.concat(fronts).sort_values(["unit", "usd_per_unit"])
+    return pd.concat(fronts).sort_values([*by, "usd_per_unit"])
 
 
 def best_per_device(frame: pd.DataFrame) -> pd.DataFrame:
-    """For each unit and device, the usable row of least cost per unit (ties: higher throughput)."""
+    """For each unit, model and device, the usable row of least cost per unit (ties: higher throughput)."""
     rows = usable(measures(frame) if "usd_per_unit" not in frame else frame)
     if rows.empty:
         return rows
-    rows = rows.sort_values(["unit", "device", "usd_per_unit", "throughput_per_s"],
-                            ascending=[True, True, True, False])
-    return rows.groupby(["unit", "device"], sort=True).head(1).sort_values(["unit", "usd_per_unit"])
+    by = _groups(rows)
+    rows = rows.sort_values([*by, "device", "usd_per_unit", "throughput_per_s"],
+                            ascending=[True] * len(by) + [True, True, False])
+    return rows.groupby([*by, "device"], sort=True).head(1).sort_values([*by, "usd_per_unit"])
 
 
 MAX_SWEEP_BYTES = 2 * 2**30

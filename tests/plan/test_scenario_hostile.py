@@ -190,6 +190,8 @@ def test_a_scenario_over_the_size_limit_is_refused_before_parsing(capsys, tmp_pa
     (b"name: a\x07\n", "not valid YAML (unacceptable character #x0007"),
     (b"x: !!python/object/apply:os.system ['true']\n", "could not determine a constructor"),
     (b"\xef\xbb\xbf" + b"[1, 2", "not valid YAML"),
+    # the file is named once, up front: not the loader's "<unicode string>"
+    (b"axes: [unclosed\n", "not valid YAML (while parsing a flow sequence at line 1, column 7"),
 ])
 def test_bytes_that_are_not_a_yaml_scenario_are_one_line(capsys, tmp_path, text, expected):
     rc, err, _ = _cli(capsys, tmp_path, text)

@@ -90,3 +90,27 @@ def test_digest_names_the_grid():
     assert grid().digest == grid().digest
     assert grid().digest != grid(chunk=7).digest
     assert grid(keep={"fits": True}).keep == (("fits", True),)
+
+
+@pytest.mark.parametrize("expr", ["'%y' % batch > 0", "model * 99999999999999 == 'x'", "model + 1 > 0"])
+def test_arithmetic_on_texts_is_refused_with_a_message(expr):
+    """Texts are only compared: '%y' % batch would format (a ValueError), model * 10**14 would build a
+    100-terabyte text (a MemoryError); both are one ConfigError naming the constraint, not an exit 3."""
+    g = parse_grid({"axes": {"model": ["gpt2"], "device": ["l4"], "batch": [1]}, "where": [expr]})
+    with pytest.raises(ConfigError, match="arithmetic takes numbers"):
+        list(g.points())
+
+
+def test_axes_mixing_texts_and_numbers_are_named():
+    assert grid(axes={"model": ["m"], "device": ["d"], "batch": [1, 8, "auto"]}).texts == ("batch",)
+    assert grid(axes={"model": ["m"], "device": ["d"], "batch": [1, 8]}).texts == ()
+
+
+def test_check_names_refuses_an_unknown_model_or_device_before_any_prediction():
+    from planner.sweep.grid import check_names
+
+    check_names(parse_grid({"axes": {"model": ["gpt2", "llama-3.1-8b"], "device": ["h100-sxm", "L4"]}}))
+    with pytest.raises(ConfigError, match="axis 'device': unknown device 'no-such-gpu'"):
+        check_names(parse_grid({"axes": {"model": ["gpt2"], "device": ["h100-sxm", "no-such-gpu"]}}))
+    with pytest.raises(ConfigError, match="axis 'model': unknown model 'gtp2'.*Did you mean: gpt2"):
+        check_names(parse_grid({"axes": {"model": ["gtp2"], "device": ["h100-sxm"]}}))
