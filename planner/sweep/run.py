@@ -18,6 +18,7 @@ always written, so that a filter never hides a failure.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -136,6 +137,7 @@ def run_sweep(grid: Grid, out: str | Path, backend: str = "local", workers: int 
     out = _out_path(out)
     check_names(grid)
     points = sum(1 for _ in grid.points())  # evaluates every constraint: a bad one stops here, before any file
+    _check_keep(grid)
     _remove_stale_joins(out)
     parts = _parts_dir(out, grid)
     done = {int(p.stem.split("-")[1]) for p in parts.glob("chunk-*.parquet")}
@@ -147,10 +149,27 @@ def run_sweep(grid: Grid, out: str | Path, backend: str = "local", workers: int 
         _write_part(parts, number, rows)
         if progress is not None:
             progress(_chunk_len(number, points, grid.chunk))
-    written, errors = _join(parts, out)
+    written, errors = _join(parts, out, [f"in.{k}" for k, _ in grid.axes])
     shutil.rmtree(parts, ignore_errors=True)
     return SweepResult(out, points, written, errors, len(done), time.perf_counter() - start, backend,
                        points - resumed)
+
+
+def _check_keep(grid: Grid, tries: int = 8) -> None:
+    """Refuse a `keep` naming a column predictions do not have (it would drop every predicted row), read
+    from the row of the first of the grid's first `tries` points that predicts; ConfigError naming it and
+    the columns there are."""
+    if not grid.keep:
+        return
+    for _, point in itertools.islice(grid.points(), tries):
+        row = predict_point(0, point, grid.texts)
+        if "error" not in row:
+            missing = [column for column, _ in grid.keep if column not in row]
+            if missing:
+                columns = ", ".join(sorted(k for k in row if not k.startswith("in.") and k != "id"))
+                raise ConfigError(f"keep: {', '.join(missing)} is not a column of the predictions; columns: "
+                                  f"{columns}")
+            return
 
 
 def _out_path(out: str | Path) -> Path:
@@ -239,14 +258,18 @@ def _write_part(parts: Path, number: int, rows: list[dict]) -> None:
         raise
 
 
-def _join(parts: Path, out: Path) -> tuple[int, int]:
-    """Join the chunk files in order into `out` (atomically) under one schema; (rows, error rows)."""
+def _join(parts: Path, out: Path, inputs: list[str]) -> tuple[int, int]:
+    """Join the chunk files in order into `out` (atomically) under one schema, with every `inputs` column
+    (the grid's `in.<key>`) even when no row was kept, so that the file still reads as a sweep;
+    (rows, error rows)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     files = sorted(parts.glob("chunk-*.parquet"))
-    schemas = [pq.read_schema(f) for f in files]
-    schema = pa.unify_schemas(schemas, promote_options="permissive") if schemas else pa.schema([("id", pa.int64())])
+    schemas = [pq.read_schema(f) for f in files] + [pa.schema([("id", pa.int64())])]
+    schema = pa.unify_schemas(schemas, promote_options="permissive")
+    schema = pa.unify_schemas([schema, pa.schema([(n, pa.null()) for n in inputs if n not in schema.names])],
+                              promote_options="permissive")
     names = ["id"] + sorted(n for n in schema.names if n != "id" and not n.startswith("in.")) + sorted(
         n for n in schema.names if n.startswith("in."))
     schema = pa.schema([schema.field(n) for n in names])

@@ -81,6 +81,17 @@ def test_unknown_names_stop_the_sweep_before_it_predicts(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_keep_naming_no_column_is_refused_and_an_empty_result_still_reads(tmp_path):
+    from planner.sweep.summary import read_sweep
+
+    with pytest.raises(ConfigError, match="keep: fit is not a column of the predictions; columns: .*fits"):
+        run_sweep(parse_grid({**GRID, "keep": {"fit": True}}), tmp_path / "s.parquet")
+    assert list(tmp_path.iterdir()) == []
+    grid = parse_grid({**GRID, "axes": {**GRID["axes"], "batch": [1]}, "keep": {"fits": False}})
+    result = run_sweep(grid, tmp_path / "none.parquet")
+    assert result.rows == 0 and read_sweep(str(result.out)).empty  # no row kept: still a sweep's file
+
+
 def test_a_constraint_that_fails_stops_before_any_file_is_written(tmp_path):
     grid = parse_grid({**GRID, "where": ["model * 2 == 'x'"]})
     with pytest.raises(ConfigError, match="arithmetic takes numbers"):
