@@ -316,7 +316,12 @@ def is_stale(date: str, today: datetime.date | None = None) -> bool:
     """Whether a price dated `date` (YYYY-MM or YYYY-MM-DD, as the catalog stores it) is more than
     STALE_AFTER_MONTHS months older than `today` (default: `run_date()`). A month alone counts from
     its first day: the catalog keeps the earliest month a source allows."""
-    now = today or run_date()
+    return _older_than_cutoff(date, today or run_date())
+
+
+@functools.lru_cache(maxsize=1024)
+def _older_than_cutoff(date: str, now: datetime.date) -> bool:
+    """is_stale on a given day (cached: every prediction of a sweep asks it of the same few dates)."""
     day = datetime.date.fromisoformat(date if len(date) == 10 else date + "-01")
     # the same day of the month STALE_AFTER_MONTHS months back (or that month's last day)
     year, month = divmod(now.year * 12 + now.month - 1 - STALE_AFTER_MONTHS, 12)

@@ -61,11 +61,12 @@ class MemoryBreakdown:
         return max(0.0, self.total_bytes - self.capacity_bytes)
 
     def as_dict(self) -> dict[str, float]:
+        total = self.total_bytes
         return {"weights_bytes": self.weights_bytes, "kv_cache_bytes": self.kv_cache_bytes,
                 "activation_bytes": self.activation_bytes, "gradient_bytes": self.gradient_bytes,
                 "optimizer_bytes": self.optimizer_bytes, "workspace_bytes": self.workspace_bytes,
-                "total_bytes": self.total_bytes, "capacity_bytes": self.capacity_bytes,
-                "shortfall_bytes": self.shortfall_bytes}
+                "total_bytes": total, "capacity_bytes": self.capacity_bytes,
+                "shortfall_bytes": max(0.0, total - self.capacity_bytes)}
 
 
 def kv_bytes_per_token(dg: DeviceGraph, stage: int = 0) -> float:

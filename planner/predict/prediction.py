@@ -68,28 +68,34 @@ class Prediction:
     def as_dict(self, safe: bool = True) -> dict:
         """Flat JSON-ready dict with the keys the CLI promises; an unknown number is None (null). With
         safe=False a non-finite number stays as it is (for a caller that converts every value anyway)."""
+        par, memory, cost, metrics = self.parallelism, self.memory.as_dict(), self.cost, self.metrics
         out = {"model": self.model, "device": self.device, "gpus": self.gpus, "mode": self.mode, "dtype": self.dtype,
                "precision": describe(self.dtype),
                "engine": self.engine,
-               "tp": self.parallelism.tp, "pp": self.parallelism.pp, "dp": self.parallelism.dp,
-               "ep": self.parallelism.ep, "zero": self.parallelism.zero, "tier": self.tier, "profile": self.profile,
-               "band_fraction": self.band_fraction, "fits": self.fits,
-               "memory_bytes_per_gpu": self.memory.total_bytes, "memory": self.memory.as_dict(),
+               "tp": par.tp, "pp": par.pp, "dp": par.dp, "ep": par.ep, "zero": par.zero, "tier": self.tier,
+               "profile": self.profile, "band_fraction": self.band_fraction,
+               "fits": memory["total_bytes"] <= memory["capacity_bytes"],
+               "memory_bytes_per_gpu": memory["total_bytes"], "memory": memory,
                "energy_j": self.energy_j, "power_model": self.power_model,
-               "cost_usd_per_h": self.cost.usd_per_h if self.cost else None,
-               "cost_basis": self.cost.what if self.cost else None,
-               "price_date": self.cost.price_date if self.cost else None,
-               "price_stale": self.cost.stale() if self.cost else None}
-        out.update(self.metrics)
-        for key in ("ttft_s", "tpot_s", "latency_s", "step_time_s"):
-            if key in self.metrics:
-                out[key.removesuffix("_s") + "_range_s"] = list(self.band(self.metrics[key]))
-        for key in ("throughput_tokens_per_s", "throughput_samples_per_s", "tokens_per_s"):
-            if key in self.metrics:
-                out[key.replace("_per_s", "_range_per_s")] = list(self.band(self.metrics[key], inverse=True))
-        out["catalog_rows"] = list(self.rows + (self.cost.rows if self.cost else ()))
+               "cost_usd_per_h": cost.usd_per_h if cost else None,
+               "cost_basis": cost.what if cost else None,
+               "price_date": cost.price_date if cost else None,
+               "price_stale": cost.stale() if cost else None}
+        out.update(metrics)
+        for key, name in _TIME_RANGES:
+            if key in metrics:
+                out[name] = list(band(metrics[key], self.band_fraction))
+        for key, name in _RATE_RANGES:
+            if key in metrics:
+                out[name] = list(band(metrics[key], self.band_fraction, True))
+        out["catalog_rows"] = list(self.rows + (cost.rows if cost else ()))
         out["notes"] = list(self.notes)
         return json_safe(out) if safe else out
+
+
+_TIME_RANGES = tuple((key, key.removesuffix("_s") + "_range_s") for key in ("ttft_s", "tpot_s", "latency_s", "step_time_s"))
+_RATE_RANGES = tuple((key, key.replace("_per_s", "_range_per_s"))
+                     for key in ("throughput_tokens_per_s", "throughput_samples_per_s", "tokens_per_s"))
 
 
 def price(target: Target, devices: int, options: CostOptions, device_power_w: float,

@@ -116,11 +116,23 @@ def predict_chunk(points: list[tuple[int, dict]], keep: tuple[tuple[str, object]
     return rows
 
 
+_SET_UP: list[bool] = []
+
+
 def _one_thread() -> None:
-    # a worker process counts graphs on meta tensors: more torch threads would only contend
+    """Once per process: one torch thread (a worker counts graphs on meta tensors: more threads would
+    only contend), and what the process holds so far frozen out of the garbage collector, as the `planner`
+    command does for its own (a collection then skips torch's objects and the graphs cached so far:
+    benchmarks/sweep_speed.py's one-core rate 8,550 -> 9,000 points/s)."""
+    if _SET_UP:
+        return
+    import gc
+
     import torch
     if torch.get_num_threads() != 1:
         torch.set_num_threads(1)
+    gc.freeze()
+    _SET_UP.append(True)
 
 
 def run_sweep(grid: Grid, out: str | Path, backend: str = "local", workers: int = 1, address: str | None = None,

@@ -6,6 +6,7 @@ Everything runs on the meta device: building a 405B model allocates no weights.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -13,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from planner.errors import ConfigError, UnsupportedError
+from planner.memo import IdentityMemo
 from planner.workload.capture import Capture, OpGraph, capture
 from planner.workload.engines import check_engine, get_engine
 from planner.workload.quant import precision, quantized_weights
@@ -112,8 +114,16 @@ def context_note(model: Model, tokens: int | None, what: str, verb: str) -> str 
 
 
 def resolve_workload(model: Model, w: Workload) -> Workload:
-    """Return `w` with the mode made concrete and defaults filled; raise on impossible sizes. Cached (both
-    are frozen values; a raise is not cached): every prediction resolves its workloads."""
+    """Return `w` with the mode made concrete and defaults filled; raise on impossible sizes. Cached by the
+    model's identity, the workload and the engines folder (a raise is not cached): every prediction
+    resolves its workloads."""
+    return _RESOLVED.get((model,), (w, os.environ.get("PLANNER_HARDWARE_SPECS")), lambda: _resolve_workload(model, w))
+
+
+_RESOLVED = IdentityMemo()
+
+
+def _resolve_workload(model: Model, w: Workload) -> Workload:
     precision(w.dtype)
     if w.mode not in MODES:
         raise ConfigError(f"unknown mode '{w.mode}'; valid modes: {', '.join(MODES)}")
