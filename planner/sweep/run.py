@@ -69,24 +69,33 @@ def flatten(out: dict, prefix: str = "") -> dict:
         name = prefix + key if prefix else key
         if kind is float:
             row[name] = value if isfinite(value) else None
+        elif kind is str or kind is int or kind is bool or value is None:
+            row[name] = value
         elif kind is dict:
             row.update(flatten(value, name + "."))
         elif kind is list or kind is tuple:
-            # a list of finite floats (the ranges) is written as json writes it, without the encoder's cost
-            if value and all(type(v) is float and isfinite(v) for v in value):
-                row[name] = "[" + ", ".join(map(float.__repr__, value)) + "]"
-            elif all(type(v) is str for v in value):  # notes and catalog rows: the same few lists recur
-                text = _TEXTS.get(key := tuple(value))
-                if text is None:
-                    if len(_TEXTS) >= 4096:
-                        _TEXTS.clear()
-                    text = _TEXTS[key] = _ENCODER.encode(value)
-                row[name] = text
-            else:
-                row[name] = _ENCODER.encode(json_safe(value))
+            row[name] = _list_text(key, value)
         else:
             row[name] = value
     return row
+
+
+def _list_text(key: str, value) -> str:
+    """A list as the JSON text json.dumps writes: a range (two finite floats) and the recurring lists of
+    texts (notes, catalog rows) without the encoder's cost."""
+    if len(value) == 2 and type(value[0]) is float and type(value[1]) is float and isfinite(value[0]) \
+            and isfinite(value[1]):
+        return f"[{value[0]!r}, {value[1]!r}]"
+    if value and all(type(v) is float and isfinite(v) for v in value):
+        return "[" + ", ".join(map(float.__repr__, value)) + "]"
+    if all(type(v) is str for v in value):
+        text = _TEXTS.get(texts := tuple(value))
+        if text is None:
+            if len(_TEXTS) >= 4096:
+                _TEXTS.clear()
+            text = _TEXTS[texts] = _ENCODER.encode(value)
+        return text
+    return _ENCODER.encode(json_safe(value))
 
 
 def predict_point(ident: int, point: dict, texts: tuple[str, ...] = ()) -> dict:

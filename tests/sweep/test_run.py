@@ -25,6 +25,10 @@ GRID = {"axes": {"model": ["gpt2"], "input_len": [128], "output_len": [32], "bat
 
 def test_flatten():
     assert flatten({"a": 1, "m": {"x": 2, "y": {"z": 3}}, "l": [1, 2]}) == {"a": 1, "m.x": 2, "m.y.z": 3, "l": "[1, 2]"}
+    # lists are the text json.dumps writes (a non-finite number as null, as predict --configs prints it)
+    for value in ([1.5, 2.25], [1e300, -0.0], [1.0, 2.0, 3.0], [], ["x", "y"], [1, "x", None]):
+        assert flatten({"r": value}) == {"r": json.dumps(value)}
+    assert flatten({"r": [float("inf"), 1.0], "f": float("nan"), "b": True}) == {"r": "[null, 1.0]", "f": None, "b": True}
 
 
 def test_rows_equal_predict_configs(tmp_path, capsys):
