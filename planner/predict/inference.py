@@ -73,6 +73,44 @@ def batch_energy(target: Target, par: Parallelism, wall_s: float, busy: list[flo
 
 def _llm(target: Target, model: Model, par: Parallelism, batch: int, input_len: int, output_len: int,
          dtype: str, cost: CostOptions, engine: str = "eager") -> Prediction:
+    # what one model copy does is the same for every dp, price and utilization: worked out once per layout
+    ttft, busy, energy, tpot, decode_busy, decode_energy, memory, capacity = _COPIES.get(
+        (target, model), (par.tp, par.pp, par.ep, par.zero, par.microbatches, par.overlap, batch, input_len,
+                          output_len, dtype, engine),
+        lambda: _llm_copy(target, model, par, batch, input_len, output_len, dtype, engine))
+    steps = output_len - 1
+    latency = ttft + steps * tpot
+    # share of a decode step (a prefill when there is none) the device waits on the host's dispatch
+    step_s, step_busy = (tpot, decode_busy) if output_len > 1 else (ttft, busy)
+    host_wait = max(0.0, 1 - max(step_busy) / step_s) if step_s > 0 else 0.0
+    throughput = par.dp * batch * output_len / latency
+    total_busy = [b + steps * d for b, d in zip(busy, decode_busy)]
+    total_energy = [e + steps * d for e, d in zip(energy, decode_energy)]
+    energy_j = batch_energy(target, par, latency, total_busy, total_energy)
+    avg_power = energy_j / (par.devices * latency)
+    basis = price(target, par.devices, cost, avg_power, par.tp)
+    metrics = {"batch": batch, "input_len": input_len, "output_len": output_len, "ttft_s": ttft, "tpot_s": tpot,
+               "latency_s": latency, "throughput_tokens_per_s": throughput,
+               "j_per_output_token": energy_j / (par.dp * batch * output_len), "average_power_w_per_gpu": avg_power,
+               "kv_cache_bytes_per_token_per_gpu": memory.kv_cache_bytes / max(1, batch * (input_len + output_len)),
+               "host_wait_fraction": host_wait}
+    if capacity is not None:
+        metrics["kv_cache_capacity_tokens"] = capacity
+        metrics["max_batch_in_memory"] = capacity // (input_len + output_len)
+    if basis is not None:
+        metrics["usd_per_million_output_tokens"] = basis.usd_per_h / (throughput * 3600) * 1e6
+    return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics, engine,
+                           cost.pricing, par.tp)
+
+
+_COPIES = IdentityMemo(8192)
+
+
+def _llm_copy(target: Target, model: Model, par: Parallelism, batch: int, input_len: int, output_len: int,
+              dtype: str, engine: str) -> tuple:
+    """One model copy serving `batch` requests: (ttft, prefill busy and energy per stage, tpot, decode busy
+    and energy per stage (means of the first and last step), memory per device, KV tokens that fit).
+    Nothing here reads dp, the price or the utilization (par.dp only replicates the copy)."""
     prefill = device_graph(model, Workload("prefill", batch, input_len, dtype=dtype, engine=engine), par)
     ttft, busy, energy = pass_time(target, prefill, batch * input_len)
     tpot = 0.0
@@ -84,31 +122,9 @@ def _llm(target: Target, model: Model, par: Parallelism, batch: int, input_len: 
         tpot = sum(p[0] for p in passes) / 2
         decode_busy = [sum(p[1][s] for p in passes) / 2 for s in range(par.pp)]
         decode_energy = [sum(p[2][s] for p in passes) / 2 for s in range(par.pp)]
-    steps = output_len - 1
-    latency = ttft + steps * tpot
-    # share of a decode step (a prefill when there is none) the device waits on the host's dispatch
-    step_s, step_busy = (tpot, decode_busy) if output_len > 1 else (ttft, busy)
-    host_wait = max(0.0, 1 - max(step_busy) / step_s) if step_s > 0 else 0.0
-    throughput = par.dp * batch * output_len / latency
-    total_busy = [b + steps * d for b, d in zip(busy, decode_busy)]
-    total_energy = [e + steps * d for e, d in zip(energy, decode_energy)]
-    energy_j = batch_energy(target, par, latency, total_busy, total_energy)
     memory = serving_memory(prefill, batch, input_len + output_len, target.device, target.defaults)
-    avg_power = energy_j / (par.devices * latency)
-    basis = price(target, par.devices, cost, avg_power, par.tp)
-    metrics = {"batch": batch, "input_len": input_len, "output_len": output_len, "ttft_s": ttft, "tpot_s": tpot,
-               "latency_s": latency, "throughput_tokens_per_s": throughput,
-               "j_per_output_token": energy_j / (par.dp * batch * output_len), "average_power_w_per_gpu": avg_power,
-               "kv_cache_bytes_per_token_per_gpu": memory.kv_cache_bytes / max(1, batch * (input_len + output_len)),
-               "host_wait_fraction": host_wait}
     capacity = kv_capacity_tokens(prefill, target.device, target.defaults)  # KV tokens that fit per model copy
-    if capacity is not None:
-        metrics["kv_cache_capacity_tokens"] = capacity
-        metrics["max_batch_in_memory"] = capacity // (input_len + output_len)
-    if basis is not None:
-        metrics["usd_per_million_output_tokens"] = basis.usd_per_h / (throughput * 3600) * 1e6
-    return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics, engine,
-                           cost.pricing, par.tp)
+    return ttft, tuple(busy), tuple(energy), tpot, tuple(decode_busy), tuple(decode_energy), memory, capacity
 
 
 def _forward(target: Target, model: Model, par: Parallelism, batch: int, seq_len: int | None,

@@ -212,3 +212,24 @@ def test_training_without_micro_batch_picks_the_largest_that_fits_and_divides():
     if micro < 16:
         assert not predict(Request("llama-3.1-8b", "h100-sxm", micro_batch=micro * 2, **req)).fits
     assert any("accumulation" in n for n in auto.notes)
+
+
+def test_a_model_copy_worked_out_once_serves_every_dp_price_and_utilization():
+    """_llm keeps what one model copy does (planner/predict/inference.py, _COPIES) for other dp, prices and
+    utilizations of the same layout: each prediction equals the one made with that memo empty, dp only
+    multiplies the throughput (2 copies: 2x), and a site's price does not leak into a cloud one."""
+    from planner.predict import inference
+
+    base = dict(batch=8, input_len=512, output_len=64)
+    asks = [Request("llama-3.1-8b", "h100-sxm", gpus=1, **base), Request("llama-3.1-8b", "h100-sxm", gpus=2, **base),
+            Request("llama-3.1-8b", "h100-sxm", gpus=2, pricing="spot", **base)]
+    warm = [predict(r).as_dict() for r in asks]  # the second and third reuse the first's copy
+    fresh = []
+    for r in asks:
+        inference._COPIES.clear()
+        fresh.append(predict(r).as_dict())
+    assert warm == fresh
+    one, two = warm[0], warm[1]
+    assert (two["ttft_s"], two["tpot_s"]) == (one["ttft_s"], one["tpot_s"])
+    assert two["throughput_tokens_per_s"] == pytest.approx(2 * one["throughput_tokens_per_s"], rel=1e-12)
+    assert warm[2]["cost_basis"] != warm[1]["cost_basis"] or warm[2]["cost_usd_per_h"] != warm[1]["cost_usd_per_h"]
