@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from planner.cli.args import fmt_time
@@ -95,6 +96,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+_IDLE = re.compile(r"cost pays for (\d+) idle ")
+"""The note make_prediction writes when whole instances hold more devices than the deployment uses
+(planner/predict/prediction.py)."""
+
+
+def _price_marks(row) -> list[str]:
+    """What `planner predict` says of a point's price that a cost column alone hides: a price older than
+    the catalog allows (price_stale), and devices paid for but idle (a 1-GPU point on an 8-GPU spot
+    instance pays for 8)."""
+    marks = ["stale price"] if row.get("price_stale") is True else []
+    idle = _IDLE.search(str(row.get("notes") or ""))
+    if idle:
+        marks.append(f"pays for {idle.group(1)} idle")
+    return marks
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
@@ -109,6 +126,8 @@ def _table(rows, unit: str, varying: list[str]) -> None:
         values = "".join(f" {str(r.get('in.' + k))[:10]:>10}" for k in varying)
         site = r.get("in.site")
         priced = f"site {site}" if isinstance(site, str) and site else (r.get("in.pricing") or "on_demand")
+        marks = _price_marks(r)
+        priced += f" ({'; '.join(marks)})" if marks else ""
         print(f"{int(r['id']):>8} {str(r['model'])[:18]:<18} {str(r['device'])[:14]:<14} {int(r['gpus']):>4} "
               f"{int(r['tp']):>3} {batch:>6}{values} {r['usd_per_unit'] * 1e6:>14.4f} {fmt_time(r['latency_s_']):>10} "
               f"{r['throughput_per_s']:>13,.1f}  {r.get('engine', '')}, {priced}")

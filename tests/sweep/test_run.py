@@ -15,7 +15,7 @@ import pytest
 from planner.cli import main
 from planner.errors import ConfigError
 from planner.sweep.grid import parse_grid
-from planner.sweep.run import flatten, run_sweep
+from planner.sweep.run import flatten, predict_point, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 # batch 0 cannot be predicted: the 4 points of it are error rows (ids 8 to 11)
@@ -222,3 +222,16 @@ def _running_in_group(pgid: int) -> list[int]:
                 if int(fields[2]) == pgid and fields[0] != "Z":
                     running.append(int(entry.name))
     return running
+
+
+def test_the_summary_marks_stale_prices_and_idle_devices_paid_for():
+    from planner.cli.sweep import _price_marks
+
+    note = ("cost pays for 7 idle mi300x of the whole instance rented (1 x azure:Standard_ND96isr_MI300X_v5:eastus2 "
+            "spot); more replicas (--dp) or `planner compare`, which fills the instance, use them")
+    assert _price_marks({"price_stale": True, "notes": json.dumps([note])}) == ["stale price", "pays for 7 idle"]
+    assert _price_marks({"price_stale": False, "notes": "[]"}) == []
+    # the note is the one make_prediction writes: the catalog's only MI300X spot price is an 8-GPU Azure
+    # instance (ND96isr MI300X v5), so a 1-GPU point pays for the other 7
+    row = predict_point(0, {"model": "gpt2", "device": "mi300x", "pricing": "spot", "input_len": 128, "output_len": 32})
+    assert "ND96isr_MI300X" in row["cost_basis"] and "pays for 7 idle" in _price_marks(row)
