@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from planner.cli.args import fmt_time
@@ -96,17 +95,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-_IDLE = re.compile(r"cost pays for (\d+) idle ")
-"""The note make_prediction writes when whole instances hold more devices than the deployment uses
-(planner/predict/prediction.py)."""
-
-
 def _price_marks(row) -> list[str]:
     """What `planner predict` says of a point's price that a cost column alone hides: a price older than
     the catalog allows (price_stale), and devices paid for but idle (a 1-GPU point on an 8-GPU spot
     instance pays for 8)."""
+    from planner.predict.prediction import IDLE_NOTE
+
     marks = ["stale price"] if row.get("price_stale") is True else []
-    idle = _IDLE.search(str(row.get("notes") or ""))
+    idle = IDLE_NOTE.search(str(row.get("notes") or ""))
     if idle:
         marks.append(f"pays for {idle.group(1)} idle")
     return marks

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from planner.errors import ConfigError
@@ -93,7 +94,11 @@ class Prediction:
         return json_safe(out) if safe else out
 
 
-_TIME_RANGES = tuple((key, key.removesuffix("_s") + "_range_s") for key in ("ttft_s", "tpot_s", "latency_s", "step_time_s"))
+_TIME_RANGES = tuple((key, key.removesuffix("_s") + "_range_s")
+                     for key in ("ttft_s", "tpot_s", "latency_s", "step_time_s"))
+IDLE_NOTE = re.compile(r"cost pays for (\d+) idle ")
+"""The note make_prediction writes where whole instances hold devices the deployment leaves idle; its
+count is read back from a sweep row's notes (planner/cli/sweep.py)."""
 _RATE_RANGES = tuple((key, key.replace("_per_s", "_range_per_s"))
                      for key in ("throughput_tokens_per_s", "throughput_samples_per_s", "tokens_per_s"))
 
@@ -176,7 +181,7 @@ def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: s
         notes.append(f"{reason}: no cost (pass --site for on-prem)")
     elif basis.excluded:
         notes.append("cost excludes: " + "; ".join(basis.excluded))
-    if basis is not None and basis.idle_devices > 0:
+    if basis is not None and basis.idle_devices > 0:  # read back by IDLE_NOTE
         notes.append(f"cost pays for {basis.idle_devices} idle {device.id} of the whole instance{'s' if basis.units > 1 else ''} "
                      f"rented ({basis.what}); more replicas (--dp) or `planner compare`, which fills the instance, "
                      "use them")

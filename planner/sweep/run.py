@@ -18,6 +18,7 @@ always written, so that a filter never hides a failure.
 from __future__ import annotations
 
 import contextlib
+import glob
 import itertools
 import json
 import os
@@ -125,7 +126,7 @@ def predict_chunk(points: list[tuple[int, dict]], keep: tuple[tuple[str, object]
     return rows
 
 
-_SET_UP: list[bool] = []
+_SET_UP = False
 
 
 def _one_thread() -> None:
@@ -133,6 +134,7 @@ def _one_thread() -> None:
     only contend), and what the process holds so far frozen out of the garbage collector, as the `planner`
     command does for its own (a collection then skips torch's objects and the graphs cached so far:
     benchmarks/sweep_speed.py's one-core rate 8,550 -> 9,000 points/s)."""
+    global _SET_UP
     if _SET_UP:
         return
     import gc
@@ -141,7 +143,7 @@ def _one_thread() -> None:
     if torch.get_num_threads() != 1:
         torch.set_num_threads(1)
     gc.freeze()
-    _SET_UP.append(True)
+    _SET_UP = True
 
 
 def run_sweep(grid: Grid, out: str | Path, backend: str = "local", workers: int = 1, address: str | None = None,
@@ -214,20 +216,22 @@ def _out_path(out: str | Path) -> Path:
 
 
 def _is_sweep(path: Path) -> bool:
-    """True for a Parquet file holding a sweep's id, in.model and in.device columns (its footer only is read)."""
+    """True for a Parquet file holding a sweep's columns (summary.SWEEP_COLUMNS; its footer only is read)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from planner.sweep.summary import SWEEP_COLUMNS
 
     try:
         names = set(pq.read_schema(path).names)
     except (pa.ArrowException, OSError, ValueError):
         return False
-    return {"id", "in.model", "in.device"} <= names
+    return set(SWEEP_COLUMNS) <= names
 
 
 def _remove_stale_joins(out: Path) -> None:
     """Remove what a join killed before its rename left (`.<out name>.*.tmp` beside `out`)."""
-    for stale in out.parent.glob(f".{out.name}.*.tmp"):
+    for stale in out.parent.glob(f".{glob.escape(out.name)}.*.tmp"):
         with contextlib.suppress(OSError):
             stale.unlink()
 
@@ -287,10 +291,9 @@ def _join(parts: Path, out: Path, inputs: list[str]) -> tuple[int, int]:
     import pyarrow.parquet as pq
 
     files = sorted(parts.glob("chunk-*.parquet"))
-    schemas = [pq.read_schema(f) for f in files] + [pa.schema([("id", pa.int64())])]
+    # the inputs as null columns: a kept row's own type wins (permissive promotion from null)
+    schemas = [pq.read_schema(f) for f in files] + [pa.schema([("id", pa.int64())] + [(n, pa.null()) for n in inputs])]
     schema = pa.unify_schemas(schemas, promote_options="permissive")
-    schema = pa.unify_schemas([schema, pa.schema([(n, pa.null()) for n in inputs if n not in schema.names])],
-                              promote_options="permissive")
     names = ["id"] + sorted(n for n in schema.names if n != "id" and not n.startswith("in.")) + sorted(
         n for n in schema.names if n.startswith("in."))
     schema = pa.schema([schema.field(n) for n in names])

@@ -127,6 +127,8 @@ def best_per_device(frame: pd.DataFrame) -> pd.DataFrame:
     return rows.groupby([*by, "device"], sort=True).head(1).sort_values([*by, "usd_per_unit"])
 
 
+SWEEP_COLUMNS = ("id", "in.model", "in.device")
+"""Columns every sweep's Parquet holds (planner/sweep/run.py writes them even when no row is kept)."""
 MAX_SWEEP_BYTES = 2 * 2**30
 """Largest sweep file read (2 GiB): far above the 100,000-point grid of benchmarks/sweep_speed.py (~30 MB)."""
 
@@ -152,7 +154,7 @@ def read_sweep(source) -> pd.DataFrame:
         frame = pd.read_parquet(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise ConfigError(f"not a Parquet file planner can read: {' '.join(str(exc).split())[:200]}") from None
-    missing = [c for c in ("id", "in.model", "in.device") if c not in frame]
+    missing = [c for c in SWEEP_COLUMNS if c not in frame]
     if missing:
         raise ConfigError(f"not a planner sweep: no column {', '.join(missing)} (planner sweep writes id, the "
                           "point's in.<key> columns and the prediction's keys)")
