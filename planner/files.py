@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 from planner.errors import ConfigError
 
@@ -92,6 +93,9 @@ _BRACKETS[[ord("["), ord("{")]] = 1
 _BRACKETS[[ord("]"), ord("}")]] = -1
 _QUOTE = ord('"')
 _NOT_MARK = bytes(b for b in range(256) if chr(b) not in '[]{}"')
+_DIGIT_MAP = bytes(ord("1") if ord("0") <= b <= ord("9") else ord("0") for b in range(256))
+_LONG_DIGITS = b"1" * 19
+"""19 digits in a row: an integer of 19 digits or more may lie beyond 64 bits (-9999999999999999999 does)."""
 
 
 def json_depth(text: str) -> int:
@@ -102,9 +106,14 @@ def json_depth(text: str) -> int:
     (an escaped quote changes what is a string) has its strings cut out and everything but brackets
     dropped by regular expressions, so the loop runs over brackets only. An unterminated string's
     brackets count there and not in the numpy scan: the text is refused by the parser either way."""
-    if "\\" not in text:
+    return _depth(text, text.encode("utf-8", "surrogatepass"))
+
+
+def _depth(text: str, data: bytes) -> int:
+    """json_depth of `text`, given its UTF-8 bytes `data` (parse_json encodes it once for two scans)."""
+    if b"\\" not in data:
         # the quotes and brackets alone, in order (bytes.translate deletes the rest at C speed)
-        marks = np.frombuffer(text.encode("utf-8", "surrogatepass").translate(None, _NOT_MARK), dtype=np.uint8)
+        marks = np.frombuffer(data.translate(None, _NOT_MARK), dtype=np.uint8)
         outside = (np.cumsum(marks == _QUOTE) & 1) == 0
         running = np.cumsum(_BRACKETS[marks] * outside)
         return max(int(running.max()), 0) if len(running) else 0
@@ -134,8 +143,18 @@ def parse_json(text: str, what: str, max_depth: int = MAX_JSON_DEPTH, finite: bo
     """Parse JSON text; raise ConfigError when it is malformed, nested deeper than `max_depth`, or holds
     NaN or Infinity; with `finite`, also when a number overflows a float (1e400), so that every float of
     the result is finite (a reader of many numbers then need not walk them again)."""
-    if json_depth(text) > max_depth:
+    data = text.encode("utf-8", "surrogatepass")
+    if _depth(text, data) > max_depth:
         raise ConfigError(f"{what}: JSON nested deeper than {max_depth} levels")
+    # orjson parses strict JSON three times as fast as json (a 2.2 MB published profile in 8 ms, not 24)
+    # and refuses NaN, Infinity, numbers that overflow a float and invalid UTF-8; whatever it refuses
+    # goes through json below, which words the refusal as before. A run of 19 digits may be an integer
+    # beyond 64 bits, which orjson turns into a float where json keeps it an int: json reads that text.
+    if _LONG_DIGITS not in data.translate(_DIGIT_MAP):
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
     try:
         if finite:
             return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)

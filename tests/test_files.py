@@ -1,10 +1,15 @@
 """planner/files.py: json_depth, the bound parse_json checks before parsing, on both of its paths (numpy
-for text without a backslash, regular expressions otherwise)."""
+for text without a backslash, regular expressions otherwise); parse_json's two parsers (orjson, and
+json for whatever orjson refuses) giving json's values and json's messages."""
 
 import json
+import math
 import random
 
-from planner.files import json_depth
+import pytest
+
+from planner.errors import ConfigError
+from planner.files import json_depth, parse_json
 
 
 def _depth(value) -> int:
@@ -51,3 +56,38 @@ def test_random_json_matches_a_recursive_walk():
         v = value(0)
         text = json.dumps(v, ensure_ascii=rng.random() < 0.5)
         assert json_depth(text) == _depth(v), text
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": [1, 2.5, -0.0, 1e-300, "x\\u00e9", null, true]}',
+    "18446744073709551615",  # 2^64 - 1: orjson's largest integer, kept an int
+    "123456789012345678901234567890",  # beyond 64 bits: orjson would give a float, json an int
+    "-9999999999999999999",  # 19 digits below -2^63
+    '[0.1234567890123456789]',  # 19 digits of a float: read by json, the same float
+    '{"a": 1, "a": 2}',  # the last of a repeated key, as json
+])
+def test_parse_json_gives_json_s_values_and_types(text):
+    got, want = parse_json(text, "t"), json.loads(text)
+    assert repr(got) == repr(want)  # repr: an int stays an int, -0.0 stays -0.0
+
+
+def test_parse_json_overflow_is_infinity_unless_finite():
+    # 1e400 overflows a double: json reads it as infinity; with finite=True it is refused
+    assert parse_json("[1e400]", "t") == [math.inf]
+    with pytest.raises(ConfigError, match="beyond the range of a float"):
+        parse_json("[1e400]", "t", finite=True)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[NaN]", "NaN is not a number JSON allows"),
+    ("[1, 2", "not valid JSON"),
+    ('"\ud800x', "not valid JSON"),
+])
+def test_parse_json_refusals_are_worded_by_json(text, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_json(text, "t")
+
+
+def test_parse_json_accepts_a_lone_surrogate_escape_as_json_does():
+    # an escaped lone surrogate is valid JSON text that orjson refuses; json reads it
+    assert parse_json('"\\ud800"', "t") == json.loads('"\\ud800"')

@@ -33,10 +33,13 @@ from planner.hardware.catalog import Device
 from planner.hardware.efficiency import KindDefaults, wave_efficiencies, wave_efficiency
 from planner.hardware.profile_check import (  # noqa: F401 (SCHEMA: the layout read)
     SCHEMA,
+    KindTable,
     check_profile,
+    kind_tables,
     own_band,
     parse,
     recorded_band,
+    rows_by,
     transfer_error,
 )
 from planner.memo import IdentityMemo
@@ -57,6 +60,9 @@ class Profile:
     date: str
     path: str
     raw: dict = field(repr=False)
+    tables: dict | None = field(default=None, repr=False, compare=False)
+    """The measurements as a KindTable per kind (profile_check.kind_tables), as the check read them;
+    None: the fit reads them itself."""
 
     @property
     def tier(self) -> str:
@@ -143,9 +149,9 @@ def read_profile(path: Path) -> Profile:
     has an unknown schema, or holds a number that is not finite or out of range."""
     where = f"calibration profile '{path}'"
     raw = parse(read_text(path, "calibration profile"), where)
-    check_profile(raw, where, floats_finite=True)  # parse refused every float that is not finite
+    tables = check_profile(raw, where, floats_finite=True)  # parse refused every float that is not finite
     return Profile(raw["device_id"], raw["device_name"], raw["kind"], raw.get("properties", {}), raw["ceilings"],
-                   tuple(raw["measurements"]), raw["date"], str(path), raw)
+                   tuple(raw["measurements"]), raw["date"], str(path), raw, tables)
 
 
 class ProfileIndex(Mapping):
@@ -278,6 +284,37 @@ def _features(m: dict) -> tuple[str, tuple[float, ...], tuple[int, int, int, int
     return f"mem:{kind}", (_log2(m["bytes"]),), None
 
 
+def _kind_table(table: KindTable) -> tuple[list[str], np.ndarray | list, np.ndarray]:
+    """_features of the measurements of one kind: (model key per row, features per row, wave shape per row
+    as an n x 4 float array, 0s where the kind has none). GEMMs and attention, the thousands of rows of a
+    published profile, are read by columns (features an n x d array); other kinds row by row (features a
+    list of tuples: a kind's rows may belong to keys with other numbers of features)."""
+    log2, kind, n = math.log2, table.kind, len(table.rows)
+    if kind == "gemm":
+        m_, n_, k_ = table.column("m"), table.column("n"), table.column("k")
+        names: dict[tuple, str] = {}
+        keys = []
+        for sig in zip(table.column("layout", "nt"), table.column("dtype"), table.column("align_bytes", 16)):
+            key = names.get(sig)
+            if key is None:
+                layout, dtype, align = sig
+                key = names[sig] = _features({"kind": "gemm", "layout": layout, "dtype": dtype, "align_bytes": align,
+                                              "m": 1, "n": 1, "k": 1})[0]
+            keys.append(key)
+        feats = np.array([list(map(log2, m_)), list(map(log2, n_)), list(map(log2, k_))], dtype=float).T
+        return keys, feats, np.array([[1] * n, m_, n_, k_], dtype=float).T
+    if kind == "attention":
+        bh, sq, sk, d = (table.column(dim) for dim in ("bh", "sq", "sk", "d"))
+        keys = ["attention:fp32" if dtype == "fp32" else "attention" for dtype in table.column("dtype", None)]
+        feats = np.array([list(map(log2, bh)), list(map(log2, sq)), list(map(log2, sk)), list(map(log2, d)),
+                          [1.0 if causal else 0.0 for causal in table.column("causal")],
+                          list(map(_log2, table.column("group", 1)))], dtype=float).T
+        return keys, feats, np.array([bh, sq, d, sk], dtype=float).T  # _wave_shape of attention
+    found = [_features(m) for m in table.rows]
+    shapes = [_wave_shape(key, shape) if shape is not None else (0, 0, 0, 0) for key, _, shape in found]
+    return [key for key, _, _ in found], [feats for _, feats, _ in found], np.array(shapes, dtype=float)
+
+
 _BN_KEYS = {"batch_norm_train": "bn_train", "batch_norm_backward": "bn_backward"}
 _DW_KEYS = {"depthwise": "dw", "depthwise_backward": "dw_backward"}
 
@@ -392,8 +429,6 @@ class ProfileModel:
 
     def fit(self, profile: Profile, device: Device, exclude: int | None = None) -> ProfileModel:
         """Fit per-kind interpolators of log η; `exclude` leaves one measurement out (for LOO)."""
-        # per model key: features, and the columns η is computed from at once (numpy, not per point)
-        groups: dict[str, tuple[list, list]] = {}
         self.device_ = device
         dispatch = profile.dispatch
         # a profile that measured its dispatch apart (GPU eager): each event-timed call waited
@@ -405,34 +440,57 @@ class ProfileModel:
         self.after_s_ = float(dispatch.get("after_launch_s", 0.0))
         self.launch_s_ = self.floor_s_ if dispatch else profile.ceilings.get("launch_overhead_s", 0.0)
         self.view_s_ = 0.0 if dispatch else profile.ceilings.get("view_overhead_s", 0.0)
+        # the measurements by kind, in file order (a kind's rows are read by columns: _kind_table)
+        # the measurements by kind, read by columns (profile_check.KindTable), in file order
+        tables = profile.tables if profile.tables is not None and exclude is None else None
+        if tables is None:
+            kept = [m for i, m in enumerate(profile.measurements) if i != exclude]
+            tables = kind_tables(kept)
         peaks: dict[tuple[bool, str], float | None] = {}
-        for i, m in enumerate(profile.measurements):
-            if i == exclude or m["kind"] in ("launch", "view", "h2d") or self.censored(m):
+        # per model key: its first row's index, features, and the columns η is computed from at once
+        groups: dict[str, list] = {}
+        for kind, table in tables.items():
+            if kind in ("launch", "view", "h2d"):
                 continue
-            key, feats, shape = _features(m)
-            dtype = m.get("dtype", "fp32")
-            matrix = key.startswith(("gemm", "bmm", "attention", "conv", "dw"))
-            if (matrix, dtype) not in peaks:
-                peaks[matrix, dtype] = _dtype_peak(device, dtype) if matrix else _vector_peak(device, dtype)
-            peak = peaks[matrix, dtype]
-            if not peak:
-                continue
-            xs, cols = groups.setdefault(key, ([], []))
-            xs.append(feats)
-            cols.append((m["flop"], m["bytes"], m["time_s"], self._fixed_s(m), peak,
-                         *(_wave_shape(key, shape) if shape is not None else (0, 0, 0, 0))))
+            rows, index = table.rows, table.index
+            keys, feats, shapes = _kind_table(table)
+            time_s = np.array(table.column("time_s"), dtype=float)
+            kernel = np.array([timing == "kernel" for timing in table.column("timing", None)], dtype=bool)
+            if self.after_s_:  # censored (see `censored`): event-timed and within twice the fixed costs
+                keep = kernel | (time_s > 2 * (self.isolated_s_ + self.after_s_ + self.floor_s_))
+            else:
+                keep = np.ones(len(rows), dtype=bool)
+            if not self.isolated_s_ and not self.floor_s_:  # _fixed_s, by columns
+                fixed = np.full(len(rows), float(self.launch_s_))
+            else:
+                fixed = self.floor_s_ + np.where(kernel, 0.0, self.isolated_s_)
+            peak = np.zeros(len(rows))
+            for (key, dtype), rows_of in rows_by(zip(keys, table.column("dtype", "fp32"))).items():
+                matrix = key.startswith(("gemm", "bmm", "attention", "conv", "dw"))
+                if (matrix, dtype) not in peaks:
+                    peaks[matrix, dtype] = _dtype_peak(device, dtype) if matrix else _vector_peak(device, dtype)
+                peak[rows_of] = peaks[matrix, dtype] or 0.0
+            keep &= peak > 0
+            flop = np.array(table.column("flop"), dtype=float)
+            nbytes = np.array(table.column("bytes"), dtype=float)
+            for key, rows_of in rows_by(keys).items():
+                rows_of = rows_of[keep[rows_of]]
+                if len(rows_of):
+                    x = feats[rows_of] if isinstance(feats, np.ndarray) else np.asarray([feats[r] for r in rows_of], dtype=float)
+                    groups[key] = [index[rows_of[0]], x, flop[rows_of], nbytes[rows_of], time_s[rows_of],
+                                   fixed[rows_of], peak[rows_of], shapes[rows_of]]
         self.memo_ = {}
         self.curve_memo_ = {}  # η at (key, features), before the device's wave factor (predict_eta)
         self.models_ = {}
-        for key, (xs, cols) in groups.items():
-            flop, nbytes, time_s, fixed, peak, batch, m_, n_, _ = np.asarray(cols, dtype=float).T
+        for key, (_, x, flop, nbytes, time_s, fixed, peak, shape) in sorted(groups.items(), key=lambda g: g[1][0]):
+            batch, m_, n_ = shape[:, 0], shape[:, 1], shape[:, 2]
             core = time_s - np.minimum(fixed, self._MAX_FIXED * time_s)
             eta = np.maximum(flop / peak, nbytes / device.mem_bytes_per_s) / core
             if device.kind == "gpu" and batch.any():
                 eta = eta / wave_efficiencies(batch, m_, n_, self.kind_defaults, device)
             keep = eta > 0
             if keep.sum() >= 2:
-                self.models_[key] = _Interpolator(np.asarray(xs, dtype=float)[keep], np.log(eta[keep]),
+                self.models_[key] = _Interpolator(x[keep], np.log(eta[keep]),
                                                   key.startswith("gemm"))
         return self
 

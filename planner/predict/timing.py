@@ -105,15 +105,24 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
     breakdown: dict[tuple[str, str], float] = {}
     phase_energy: dict[str, float] = {}
     rows = []
+    timed = _OP_TIMES.get((device, efficiency, power), (dg.dtype,), dict)
     for op in part.ops:
-        burst = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
         if op.category == "view":
             # no kernel; the host still dispatches it (counted as views, key "<phase>:view")
             view_key = f"{op.record.phase}:view"
             launches[view_key] = launches.get(view_key, 0) + op.count
-        if burst.bound == "none":
+        slot = (id(op.record), op.category, id(op.cost))
+        found = timed.get(slot)
+        if found is None:
+            burst = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
+            t, e = (None, 0.0) if burst.bound == "none" else power.sustained_energy_j(burst, device, op.cost)
+            if len(timed) >= 100_000:
+                timed.clear()
+            # the record and cost are kept alive with their result: their ids stay theirs
+            found = timed[slot] = (burst, t, e, op.record, op.cost)
+        burst, t, e = found[0], found[1], found[2]
+        if t is None:
             continue
-        t, e = power.sustained_energy_j(burst, device, op.cost)
         limited += (t.time_s - burst.time_s) * op.count
         time += t.time_s * op.count
         energy += e * op.count
@@ -131,6 +140,10 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
     return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches, limited
 
 
+_OP_TIMES = IdentityMemo(1024)
+"""Per (device, efficiency, power model, dtype): each op's (burst time, sustained time, energy, record,
+cost) by the identity of its record and cost. Device graphs of other layouts, batches and engines share
+op objects (planner/workload/device_graph.py, _interned), so a cold `compare` times about half the ops."""
 _PART_TIMES = IdentityMemo()
 """_part_time results by graph part, device, efficiency and power model (planner/memo.py): a sweep or
 `compare` predicts the same cached graph part on the same device many times (other pp, dp, prices)."""

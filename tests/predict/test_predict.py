@@ -233,3 +233,36 @@ def test_a_model_copy_worked_out_once_serves_every_dp_price_and_utilization():
     assert (two["ttft_s"], two["tpot_s"]) == (one["ttft_s"], one["tpot_s"])
     assert two["throughput_tokens_per_s"] == pytest.approx(2 * one["throughput_tokens_per_s"], rel=1e-12)
     assert warm[2]["cost_basis"] != warm[1]["cost_basis"] or warm[2]["cost_usd_per_h"] != warm[1]["cost_usd_per_h"]
+
+
+def test_ops_shared_between_graphs_are_timed_once_and_alike():
+    """Device graphs of other layouts share their equal ops (planner/workload/device_graph.py, _interned), and
+    the timing keeps each op's time per device (planner/predict/timing.py, _OP_TIMES): a prediction made
+    after another layout's equals the one made with every memo and graph cache empty."""
+    from planner.predict import inference, timing
+    from planner.workload.device_graph import _OPS, clear_graph_caches, device_graph
+    from planner.workload.graphs import Workload
+    from planner.workload.parallelism import Parallelism
+    from planner.workload.zoo import resolve
+
+    model = resolve("llama-3.1-8b")
+    work = Workload("decode", 4, context_len=256)
+    one, two = device_graph(model, work, Parallelism(tp=1)), device_graph(model, work, Parallelism(tp=2))
+    # ops on the unsharded hidden size (the RMSNorms, the residual adds) are equal at widths 1 and 2, and
+    # each equal op is one object in both graphs
+    shared = {id(op.record) for op in one.layer.ops} & {id(op.record) for op in two.layer.ops}
+    equal = {(op.record, op.category, op.cost) for op in one.layer.ops} & \
+        {(op.record, op.category, op.cost) for op in two.layer.ops}
+    assert len(shared) == len(equal) > 0 and _OPS
+
+    asks = [Request("llama-3.1-8b", "h100-sxm", gpus=g, batch=4, input_len=256, output_len=32) for g in (2, 1)]
+    warm = [predict(r).as_dict() for r in asks]
+    fresh = []
+    for r in asks:
+        inference._COPIES.clear()
+        timing._OP_TIMES.clear()
+        timing._PART_TIMES.clear()
+        timing._STAGES.clear()
+        clear_graph_caches()
+        fresh.append(predict(r).as_dict())
+    assert warm == fresh
