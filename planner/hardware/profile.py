@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -33,15 +33,13 @@ from planner.hardware.catalog import Device
 from planner.hardware.efficiency import KindDefaults, wave_efficiencies, wave_efficiency
 from planner.hardware.profile_check import (  # noqa: F401 (SCHEMA: the layout read)
     SCHEMA,
-    KindTable,
     check_profile,
-    kind_tables,
     own_band,
     parse,
     recorded_band,
-    rows_by,
     transfer_error,
 )
+from planner.hardware.profile_table import KindTable, kind_tables, measurement_rows, rows_by
 from planner.memo import IdentityMemo
 
 PROFILE_ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "calibration"
@@ -56,7 +54,8 @@ class Profile:
     """"cpu" or "gpu"."""
     properties: dict
     ceilings: dict
-    measurements: tuple[dict, ...]
+    measurements: Sequence[dict]
+    """In file order; a tuple of the rows, or for a file of columns a ColumnRows (profile_table.py)."""
     date: str
     path: str
     raw: dict = field(repr=False)
@@ -151,7 +150,7 @@ def read_profile(path: Path) -> Profile:
     raw = parse(read_text(path, "calibration profile"), where)
     tables = check_profile(raw, where, floats_finite=True)  # parse refused every float that is not finite
     return Profile(raw["device_id"], raw["device_name"], raw["kind"], raw.get("properties", {}), raw["ceilings"],
-                   tuple(raw["measurements"]), raw["date"], str(path), raw, tables)
+                   measurement_rows(raw["measurements"]), raw["date"], str(path), raw, tables)
 
 
 class ProfileIndex(Mapping):
@@ -284,23 +283,33 @@ def _features(m: dict) -> tuple[str, tuple[float, ...], tuple[int, int, int, int
     return f"mem:{kind}", (_log2(m["bytes"]),), None
 
 
+def _log2_all(values: list) -> list[float]:
+    """_log2 of each value (math.log2 at once where none is below _log2's floor)."""
+    return list(map(math.log2, values)) if min(values, default=1.0) >= 1e-30 else list(map(_log2, values))
+
+
 def _kind_table(table: KindTable) -> tuple[list[str], np.ndarray | list, np.ndarray]:
     """_features of the measurements of one kind: (model key per row, features per row, wave shape per row
     as an n x 4 float array, 0s where the kind has none). GEMMs and attention, the thousands of rows of a
     published profile, are read by columns (features an n x d array); other kinds row by row (features a
     list of tuples: a kind's rows may belong to keys with other numbers of features)."""
-    log2, kind, n = math.log2, table.kind, len(table.rows)
+    log2, kind, n = math.log2, table.kind, len(table.index)
     if kind == "gemm":
         m_, n_, k_ = table.column("m"), table.column("n"), table.column("k")
+        layouts, dtypes, aligns = table.column("layout", "nt"), table.column("dtype"), table.column("align_bytes", 16)
         names: dict[tuple, str] = {}
-        keys = []
-        for sig in zip(table.column("layout", "nt"), table.column("dtype"), table.column("align_bytes", 16)):
-            key = names.get(sig)
-            if key is None:
-                layout, dtype, align = sig
-                key = names[sig] = _features({"kind": "gemm", "layout": layout, "dtype": dtype, "align_bytes": align,
-                                              "m": 1, "n": 1, "k": 1})[0]
-            keys.append(key)
+
+        def name(layout, dtype, align) -> str:  # a GEMM's key: its layout, dtype and alignment (_features)
+            if (layout, dtype, align) not in names:
+                names[layout, dtype, align] = _features({"kind": "gemm", "layout": layout, "dtype": dtype,
+                                                         "align_bytes": align, "m": 1, "n": 1, "k": 1})[0]
+            return names[layout, dtype, align]
+
+        if len(set(layouts)) == 1 and len(set(aligns)) == 1:  # a published profile: one key per dtype
+            by_dtype = {dtype: name(layouts[0], dtype, aligns[0]) for dtype in dict.fromkeys(dtypes)}
+            keys = list(map(by_dtype.__getitem__, dtypes))
+        else:
+            keys = [name(*sig) for sig in zip(layouts, dtypes, aligns)]
         feats = np.array([list(map(log2, m_)), list(map(log2, n_)), list(map(log2, k_))], dtype=float).T
         return keys, feats, np.array([[1] * n, m_, n_, k_], dtype=float).T
     if kind == "attention":
@@ -308,7 +317,7 @@ def _kind_table(table: KindTable) -> tuple[list[str], np.ndarray | list, np.ndar
         keys = ["attention:fp32" if dtype == "fp32" else "attention" for dtype in table.column("dtype", None)]
         feats = np.array([list(map(log2, bh)), list(map(log2, sq)), list(map(log2, sk)), list(map(log2, d)),
                           [1.0 if causal else 0.0 for causal in table.column("causal")],
-                          list(map(_log2, table.column("group", 1)))], dtype=float).T
+                          _log2_all(table.column("group", 1))], dtype=float).T
         return keys, feats, np.array([bh, sq, d, sk], dtype=float).T  # _wave_shape of attention
     found = [_features(m) for m in table.rows]
     shapes = [_wave_shape(key, shape) if shape is not None else (0, 0, 0, 0) for key, _, shape in found]
@@ -325,9 +334,18 @@ class _IDW:
     def __init__(self, x: np.ndarray, y: np.ndarray, k: int = 4):
         self.scale = np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
         self.x, self.y, self.k = x / self.scale, y, min(k, len(y))
+        # the standardized features by column: a query's squared distance accumulates one feature at a
+        # time over arrays of n values (72 kB for a published attention curve's 9,000 points) instead of
+        # an n x d temporary (430 kB, past malloc's mmap threshold: 190 -> 38 us a query). Summed in the
+        # same order as .sum(axis=1) over d < 8 features, so the distances are equal to the last bit.
+        self.columns = [np.ascontiguousarray(self.x[:, j]) for j in range(self.x.shape[1])]
 
     def __call__(self, q: np.ndarray) -> float:
-        d = np.sqrt(((self.x - q / self.scale) ** 2).sum(axis=1))
+        scaled = q / self.scale
+        squared = (self.columns[0] - scaled[0]) ** 2
+        for column, value in zip(self.columns[1:], scaled[1:]):
+            squared += (column - value) ** 2
+        d = np.sqrt(squared)
         near = np.argpartition(d, self.k - 1)[: self.k] if len(d) > self.k else np.arange(len(d))
         idx = near[np.argsort(d[near])]
         if d[idx[0]] < 1e-9:
@@ -452,19 +470,19 @@ class ProfileModel:
         for kind, table in tables.items():
             if kind in ("launch", "view", "h2d"):
                 continue
-            rows, index = table.rows, table.index
+            index, n = table.index, len(table.index)
             keys, feats, shapes = _kind_table(table)
             time_s = np.array(table.column("time_s"), dtype=float)
             kernel = np.array([timing == "kernel" for timing in table.column("timing", None)], dtype=bool)
             if self.after_s_:  # censored (see `censored`): event-timed and within twice the fixed costs
                 keep = kernel | (time_s > 2 * (self.isolated_s_ + self.after_s_ + self.floor_s_))
             else:
-                keep = np.ones(len(rows), dtype=bool)
+                keep = np.ones(n, dtype=bool)
             if not self.isolated_s_ and not self.floor_s_:  # _fixed_s, by columns
-                fixed = np.full(len(rows), float(self.launch_s_))
+                fixed = np.full(n, float(self.launch_s_))
             else:
                 fixed = self.floor_s_ + np.where(kernel, 0.0, self.isolated_s_)
-            peak = np.zeros(len(rows))
+            peak = np.zeros(n)
             for (key, dtype), rows_of in rows_by(zip(keys, table.column("dtype", "fp32"))).items():
                 matrix = key.startswith(("gemm", "bmm", "attention", "conv", "dw"))
                 if (matrix, dtype) not in peaks:

@@ -19,6 +19,7 @@ import numpy as np
 from planner.errors import ConfigError
 from planner.files import MAX_JSON_DEPTH, finite, json_depth, parse_json, read_text
 from planner.hardware.catalog import KINDS
+from planner.hardware.profile_table import KindTable, kind_tables, measurement_rows
 
 if TYPE_CHECKING:  # annotations only: profile.py imports this module
     from planner.hardware.efficiency import Defaults
@@ -31,6 +32,8 @@ SHAPES = {"gemm": ("m", "n", "k"), "bmm": ("b", "m", "n", "k"), "attention": ("b
           "conv": ("n", "cin", "hw", "cout", "ksize", "stride"), "conv_backward": ("n", "cin", "hw", "cout", "ksize", "stride"),
           "batch_norm_train": ("n", "c", "hw"), "batch_norm_backward": ("n", "c", "hw"),
           "depthwise": ("n", "c", "hw", "ksize", "stride"), "depthwise_backward": ("n", "c", "hw", "ksize", "stride")}
+COUNTS = {"attention": ("group",)}
+"""Whole numbers >= 1 where a measurement gives them: query heads per KV head (1 where absent)."""
 OVERHEADS = ("launch", "view")
 """Per-call costs: time_s may be 0 (below the timer's resolution); the others divide by it."""
 SIZED = ("copy", "add", "gelu", "sum", "layer_norm", "softmax", "batch_norm", "maxpool", "h2d",
@@ -98,16 +101,20 @@ def check_profile(raw, where: str, floats_finite: bool = False) -> dict[str, Kin
     if props.get("logical_cpus") is not None:
         _count(props["logical_cpus"], f"{where}: properties.logical_cpus")
     measurements = raw.get("measurements")
-    if not isinstance(measurements, list):
-        raise ConfigError(f"{where}: 'measurements' must be a list, got {_show(measurements)}")
+    if isinstance(measurements, dict):
+        _check_columns(measurements, where)
+    elif not isinstance(measurements, list):
+        raise ConfigError(f"{where}: 'measurements' must be a list, or an object of columns, got {_show(measurements)}")
     tables = kind_tables(measurements)
     if tables is None:
-        doubtful = range(len(measurements))
+        doubtful = range(len(measurement_rows(measurements)))
     else:  # a kind the columns do not clear (convolutions always) is checked row by row
         doubtful = sorted(i for table in tables.values() if not _sound(table) for i in table.index.tolist())
-    for i in doubtful:  # in file order: the first measurement that is not sound, and what is wrong
-        if not _plainly_sound(measurements[i]):
-            _check_measurement(measurements[i], f"{where}: measurements[{i}]")
+    if doubtful:
+        rows = measurement_rows(measurements)
+        for i in doubtful:  # in file order: the first measurement that is not sound, and what is wrong
+            if not _plainly_sound(rows[i]):
+                _check_measurement(rows[i], f"{where}: measurements[{i}]")
     loo = _object(raw, "leave_one_out", where)
     for what, stats in (("leave_one_out", loo), ("leave_one_out.interior", _object(loo, "interior", where))):
         if stats.get("p90_abs_error") is not None:  # null: a group with no points (calibrate writes NaN as null)
@@ -149,47 +156,17 @@ _KINDS = frozenset((*SHAPES, *OVERHEADS, *SIZED))
 _FLAGS = (("dtype", "gemm", str), ("layout", None, str), ("warm", None, bool), ("causal", "attention", bool))
 
 
-_MISSING = object()
-
-
-class KindTable:
-    """The measurements of one kind, read by columns: `index` (their positions in the profile, ascending),
-    `rows` (the dicts) and `column(key)`, each key's values read from the rows once. A published profile
-    holds ten thousand measurements: reading each field once per kind, for the check and then for the
-    fit (planner/hardware/profile.py), costs a fraction of a pass over the rows per field."""
-
-    __slots__ = ("_columns", "index", "kind", "rows")
-
-    def __init__(self, kind: str, index: np.ndarray, rows: list[dict]):
-        self.kind, self.index, self.rows, self._columns = kind, index, rows, {}
-
-    def column(self, key: str, default=_MISSING) -> list:
-        """Each row's value of `key` (`default` where a row lacks it; the marker _MISSING if none given)."""
-        found = self._columns.get((key, default))
-        if found is None:
-            found = self._columns[key, default] = [m.get(key, default) for m in self.rows]
-        return found
-
-
-def rows_by(values) -> dict:
-    """Row indices (ascending numpy int arrays) by value, the values in order of first appearance."""
-    values = list(values)
-    codes = {value: code for code, value in enumerate(dict.fromkeys(values))}
-    if len(codes) == 1:  # a published profile's kind is mostly one key at one dtype
-        return {values[0]: np.arange(len(values))}
-    coded = np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=len(values))
-    return {value: np.flatnonzero(coded == code) for value, code in codes.items()}
-
-
-def kind_tables(measurements: list) -> dict[str, KindTable] | None:
-    """The measurements as a KindTable per kind, kinds in order of first appearance; None when one is not
-    a JSON object or its kind is not a string (the row-by-row check then says which)."""
-    if not all(type(m) is dict for m in measurements):
-        return None
-    kinds = [m.get("kind") for m in measurements]
-    if not all(type(kind) is str for kind in kinds):
-        return None
-    return {kind: KindTable(kind, index, [measurements[i] for i in index]) for kind, index in rows_by(kinds).items()}
+def _check_columns(columns: dict, where: str) -> None:
+    """The columns layout (profile_table.py): a 'kind' column, every column a list of one value per
+    measurement."""
+    kinds = columns.get("kind")
+    if not isinstance(kinds, list):
+        raise ConfigError(f"{where}: 'measurements' must be a list, or an object of columns with a 'kind' column "
+                          f"(a list), got {_show(columns)}")
+    for key, values in columns.items():
+        if not isinstance(values, list) or len(values) != len(kinds):
+            raise ConfigError(f"{where}: measurements.{key} must be a list of {len(kinds)} values (one per "
+                              f"measurement, as 'kind'), got {_show(values)}")
 
 
 def _types(values: list) -> set:
@@ -215,9 +192,13 @@ def _sound(table: KindTable) -> bool:
             values = table.column(key)
             if _types(values) != {int} or not 1 <= min(values) <= max(values) <= _MAX_COUNT:
                 return False
+        for key in COUNTS.get(kind, ()):  # where given
+            values = [value for value in table.column(key) if value is not table.absent]
+            if values and (_types(values) != {int} or not 1 <= min(values) <= max(values) <= _MAX_COUNT):
+                return False
         for key, needed, valid in _FLAGS:
-            allowed = {valid} if kind == needed else {valid, object}
-            if not _types(table.column(key)) <= allowed:  # object: the _MISSING marker's type
+            allowed = {valid} if kind == needed else {valid, type(table.absent)}
+            if not _types(table.column(key)) <= allowed:
                 return False
         return set(table.column("timing", "event")) <= _TIMING_SET and \
             set(table.column("align_bytes", 16)) <= _ALIGN_SET
@@ -235,7 +216,7 @@ def _plainly_sound(m) -> bool:
     if type(m) is not dict:
         return False
     kind = m.get("kind")
-    if kind not in _KINDS or kind in ("conv", "conv_backward"):
+    if type(kind) is not str or kind not in _KINDS or kind in ("conv", "conv_backward"):  # str: a list is unhashable
         return False
     for key in ("time_s", "flop", "bytes"):
         value = m.get(key)
@@ -246,6 +227,9 @@ def _plainly_sound(m) -> bool:
     for key in SHAPES.get(kind, ()):
         value = m.get(key)
         if type(value) is not int or not 1 <= value <= _MAX_COUNT:
+            return False
+    for key in COUNTS.get(kind, ()):
+        if key in m and (type(m[key]) is not int or not 1 <= m[key] <= _MAX_COUNT):
             return False
     return all(type(m.get(key)) is valid for key, needed, valid in _FLAGS if key in m or kind == needed) and \
         m.get("timing", "event") in _TIMINGS and m.get("align_bytes", 16) in _ALIGNS
@@ -273,6 +257,9 @@ def _check_measurement(m, where: str) -> None:
     _number(m.get("bytes"), f"{where}: bytes", positive=kind in SIZED)
     for key in SHAPES.get(kind, ()):
         _count(m.get(key), f"{where}: {key}")
+    for key in COUNTS.get(kind, ()):
+        if key in m:
+            _count(m[key], f"{where}: {key}")
     # a GEMM's dtype names its model and an attention's causal flag is one of its features: both required
     for key, kinds, valid in (("dtype", ("gemm",), str), ("layout", (), str), ("warm", (), bool),
                               ("causal", ("attention",), bool)):

@@ -13,6 +13,7 @@ import pandas as pd
 
 from planner.errors import ConfigError, PlannerError
 from planner.files import finite
+from planner.gc_pause import paused
 from planner.memo import IdentityMemo
 from planner.predict.context import ALL_TIERS, Context, default_context
 from planner.predict.inference import predict_inference
@@ -369,10 +370,11 @@ def compare(model: str | Model, devices: list[str] | None = None, mode: str = "i
         get_engine(training["engine"])  # an unknown name fails once, not on every row
     ids = [ctx.device(d).id for d in devices] if devices else sorted(ctx.catalog.devices)
     rows = []
-    for device_id in ids:
-        device = ctx.device(device_id)
-        rows.append(_best_row(ctx, resolved, device, mode, batch, input_len, output_len, seq_len, image_size, dtype,
-                              pricing, training))
+    with paused():  # a burst of long-lived graph and timing objects: the collector runs once after it
+        for device_id in ids:
+            device = ctx.device(device_id)
+            rows.append(_best_row(ctx, resolved, device, mode, batch, input_len, output_len, seq_len, image_size,
+                                  dtype, pricing, training))
     column, ascending = SORT_KEYS[sort]
     return pd.DataFrame(_sorted_rows(rows, column, ascending), columns=COMPARE_COLUMNS)
 

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from planner.hardware.catalog import load_catalog
@@ -165,3 +166,25 @@ def test_a_curve_read_for_one_device_is_carried_to_another_with_that_devices_wav
     for eta, dev in zip(a, (h100, l4)):
         assert eta == pytest.approx(ETA * wave_efficiency(shape, kind, dev), rel=1e-6)
     assert a[0] != pytest.approx(a[1], rel=1e-3)  # the wave factors differ: the memo did not carry one over
+
+
+@pytest.mark.parametrize("dims", [2, 3, 4, 5, 6])
+def test_idw_distances_by_column_equal_the_row_sums_to_the_last_bit(dims):
+    # _IDW accumulates squared distances one feature at a time; numpy sums a row of fewer than 8 values in
+    # the same order, so the interpolated values equal those of sqrt(((x - q)^2).sum(axis=1)) exactly
+    from planner.hardware.profile import _IDW
+
+    rng = np.random.default_rng(dims)
+    x, y = rng.random((3000, dims)) * 12, rng.random(3000)
+    idw = _IDW(x, y)
+
+    def reference(q):
+        d = np.sqrt(((idw.x - q / idw.scale) ** 2).sum(axis=1))
+        near = np.argpartition(d, idw.k - 1)[: idw.k]
+        idx = near[np.argsort(d[near])]
+        w = 1.0 / d[idx] ** 2
+        return float((w * idw.y[idx]).sum() / w.sum())
+
+    for _ in range(300):
+        q = rng.random(dims) * 12
+        assert idw(q) == reference(q)

@@ -1,6 +1,7 @@
-"""planner/hardware/profile_check.py: the check by columns (KindTable, _sound) clears exactly the kinds whose
-every measurement the row-by-row check clears, and a profile read by columns fits the same model as one
-read row by row (planner/hardware/profile.py)."""
+"""planner/hardware/profile_check.py and profile_table.py: the check by columns (KindTable, _sound) clears exactly
+the kinds whose every measurement the row-by-row check clears, in both layouts of a profile file (rows, columns);
+a profile of columns is refused with the message its rows would get; a profile read by columns fits the same
+model as one read row by row (planner/hardware/profile.py)."""
 
 import copy
 import random
@@ -11,7 +12,9 @@ import pytest
 
 from planner.hardware.efficiency import load_defaults
 from planner.hardware.profile import PROFILE_ROOT, Profile, ProfileModel, profile_device, read_profile
-from planner.hardware.profile_check import _plainly_sound, _sound, kind_tables, rows_by
+from planner.errors import ConfigError
+from planner.hardware.profile_check import _plainly_sound, _sound, check_profile
+from planner.hardware.profile_table import ColumnRows, kind_tables, measurement_rows, rows_by, to_columns
 
 ROWS = [
     {"kind": "gemm", "dtype": "bf16", "layout": "nt", "m": 64, "n": 128, "k": 256, "time_s": 1e-5, "flop": 4194304,
@@ -106,11 +109,79 @@ def test_shipped_profiles_are_read_by_columns():
 
 def test_an_integer_beyond_a_float_is_refused_naming_the_measurement():
     # 10**400 is valid JSON and an int below infinity, but no float holds it: the fit would overflow
-    from planner.errors import ConfigError
-    from planner.hardware.profile_check import check_profile
-
     raw = {"schema": 1, "device_id": "x", "device_name": "x", "date": "2026-11-27", "kind": "gpu",
            "ceilings": {"copy_bytes_per_s": 1e12}, "measurements": copy.deepcopy(ROWS)}
     raw["measurements"][2]["bytes"] = 10**400
     with pytest.raises(ConfigError, match=r"measurements\[2\] \(copy\): bytes must be a number"):
         check_profile(raw, "p")
+
+
+def _raw(measurements) -> dict:
+    return {"schema": 1, "device_id": "x", "device_name": "x", "date": "2026-11-27", "kind": "gpu",
+            "ceilings": {"copy_bytes_per_s": 1e12}, "measurements": measurements}
+
+
+def _verdict(raw) -> str:
+    try:
+        check_profile(raw, "p")
+    except ConfigError as exc:
+        return str(exc)
+    return "sound"
+
+
+def test_a_profile_of_columns_gets_the_verdict_and_message_of_its_rows():
+    # the same damaged measurements in both layouts: the same ConfigError (naming the same measurement) or
+    # both sound; and the columns read back as the rows. A null has no place in the columns layout (it reads
+    # as an absent key), so mutants holding one are left out, and so are those where no measurement has a kind
+    # (the columns layout needs a 'kind' column: test_malformed_columns_are_one_line_errors).
+    compared = 0
+    for rows in _mutants(seed=29, n=1500):
+        if any(value is None for m in rows for value in m.values()) or not any("kind" in m for m in rows):
+            continue
+        columns = to_columns(rows)
+        assert list(ColumnRows(columns)) == rows
+        assert _verdict(_raw(columns)) == _verdict(_raw(rows)), rows
+        compared += 1
+    assert compared > 500
+
+
+def test_column_tables_match_row_tables():
+    rows = [dict(m) for m in ROWS] * 3
+    by_rows, by_columns = kind_tables(rows), kind_tables(to_columns(rows))
+    assert list(by_rows) == list(by_columns)
+    for kind in by_rows:
+        a, b = by_rows[kind], by_columns[kind]
+        assert a.index.tolist() == b.index.tolist() and a.rows == b.rows
+        for key in ("time_s", "dtype", "m", "timing", "group"):
+            assert a.column(key, "default") == b.column(key, "default")
+
+
+@pytest.mark.parametrize("columns, message", [
+    ({"time_s": [1.0]}, "'measurements' must be a list, or an object of columns with a 'kind' column"),
+    ({"kind": ["copy", "copy"], "bytes": [1, 2], "time_s": [1e-6], "flop": [0, 0]},
+     r"measurements.time_s must be a list of 2 values"),
+    ({"kind": "copy"}, "'kind' column"),
+])
+def test_malformed_columns_are_one_line_errors(columns, message):
+    with pytest.raises(ConfigError, match=message):
+        check_profile(_raw(columns), "p")
+
+
+def test_shipped_published_profiles_hold_columns_and_measured_ones_rows():
+    import json
+    for path in sorted(Path(PROFILE_ROOT).glob("*/*.json")):
+        raw = json.loads(path.read_text())
+        if "measurements" not in raw:
+            continue
+        layout = dict if raw.get("tier") == "published" else list
+        assert isinstance(raw["measurements"], layout), path
+        assert len(measurement_rows(raw["measurements"])) > 100
+
+
+def test_a_group_that_is_not_a_whole_number_is_refused():
+    # attention's query heads per KV head is a feature (log2): a string or 0 would crash the fit
+    for bad in ("x", 0, 2.5, True):
+        rows = copy.deepcopy(ROWS)
+        rows[1]["group"] = bad
+        with pytest.raises(ConfigError, match=r"measurements\[1\] \(attention\): group must be a whole number"):
+            check_profile(_raw(rows), "p")
