@@ -23,7 +23,7 @@ import orjson
 from planner.errors import ConfigError
 
 MAX_FILE_BYTES = 64 * 2**20
-"""Largest data file read (64 MiB): the biggest shipped file, a calibration profile, is about 1 MiB."""
+"""Largest data file read (64 MiB): the biggest shipped file, a calibration profile, is about 1.5 MiB."""
 MAX_JSON_DEPTH = 64
 """Deepest JSON nesting accepted: planner's own files nest at most 5 deep."""
 

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "planner"
 ORDER = ("workload", "hardware", "predict", "calibration", "serve", "plan", "trace", "sweep")
-SHARED = ("errors", "units", "files", "memo")
+SHARED = ("errors", "units", "files", "memo", "gc_pause")
 INTERFACES = ("cli", "plot", "app")
 MAX_TOP_LEVEL_FILES = 8
 MAX_MODULE_LINES = 650

@@ -106,12 +106,10 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
     phase_energy: dict[str, float] = {}
     rows = []
     timed = _OP_TIMES.get((device, efficiency, power), (dg.dtype,), dict)
-    for op in part.ops:
-        if op.category == "view":
+    for op, slot, count, phase, key, view, view_key, op_flop, op_bytes in _plan(part):
+        if view:
             # no kernel; the host still dispatches it (counted as views, key "<phase>:view")
-            view_key = f"{op.record.phase}:view"
-            launches[view_key] = launches.get(view_key, 0) + op.count
-        slot = (id(op.record), op.category, id(op.cost))
+            launches[view_key] = launches.get(view_key, 0) + count
         found = timed.get(slot)
         if found is None:
             burst = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
@@ -123,23 +121,33 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
         burst, t, e = found[0], found[1], found[2]
         if t is None:
             continue
-        limited += (t.time_s - burst.time_s) * op.count
-        time += t.time_s * op.count
-        energy += e * op.count
-        flop += op.cost.flop * op.count
-        nbytes += op.cost.bytes * op.count
-        bound[t.bound] += t.time_s * op.count
-        key = (op.record.phase, op.category)
-        breakdown[key] = breakdown.get(key, 0.0) + t.time_s * op.count
-        phase_energy[op.record.phase] = phase_energy.get(op.record.phase, 0.0) + e * op.count
-        if op.category != "view":
-            launches[op.record.phase] = launches.get(op.record.phase, 0) + op.count
+        op_s = t.time_s
+        limited += (op_s - burst.time_s) * count
+        time += op_s * count
+        energy += e * count
+        flop += op_flop
+        nbytes += op_bytes
+        bound[t.bound] += op_s * count
+        breakdown[key] = breakdown.get(key, 0.0) + op_s * count
+        phase_energy[phase] = phase_energy.get(phase, 0.0) + e * count
+        if not view:
+            launches[phase] = launches.get(phase, 0) + count
         if with_rows:
-            rows.append(OpRow(op.record.module, op.record.op, op.category, op.count, op.cost.flop, op.cost.bytes,
-                              t.time_s, t.bound, e))
+            rows.append(OpRow(op.record.module, op.record.op, op.category, count, op.cost.flop, op.cost.bytes,
+                              op_s, t.bound, e))
     return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches, limited
 
 
+def _plan(part: Part) -> tuple:
+    """What `_part_time` reads of each op, the same on every device: (op, its memo slot, count, phase,
+    (phase, category), is a view, "<phase>:view", FLOP x count, bytes x count). Worked out once per part."""
+    return _PLANS.get((part,), (), lambda: tuple(
+        (op, (id(op.record), op.category, id(op.cost)), op.count, op.record.phase, (op.record.phase, op.category),
+         op.category == "view", f"{op.record.phase}:view", op.cost.flop * op.count, op.cost.bytes * op.count)
+        for op in part.ops))
+
+
+_PLANS = IdentityMemo(8192)
 _OP_TIMES = IdentityMemo(1024)
 """Per (device, efficiency, power model, dtype): each op's (burst time, sustained time, energy, record,
 cost) by the identity of its record and cost. Device graphs of other layouts, batches and engines share

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from planner.memo import IdentityMemo
 from planner.workload.capture import OpGraph, OpRecord, TensorMeta
 
 
@@ -490,12 +491,16 @@ def classify(rec: OpRecord, pointwise: bool) -> tuple[str, OpCost]:
         category, fn = entry
         return category, fn(rec)
     if rec.packet in ZERO_COST or rec.is_view:
-        return "view", OpCost()
+        return "view", _FREE
     if rec.packet.startswith("aten._foreach_"):
         return "optimizer" if rec.phase == "optimizer" else "elementwise", _foreach(rec)
     if pointwise or rec.packet in _ELEMENTWISE_EXTRA:
         return "elementwise", _elementwise(rec)
-    return "unsupported", OpCost()
+    return "unsupported", _FREE
+
+
+_FREE = OpCost()
+"""The cost of a view or an op without a formula, one object for all (half a graph's records are views)."""
 
 
 def has_formula(packet: str) -> bool:
@@ -562,19 +567,49 @@ def count(graph: OpGraph, pointwise: frozenset[str] | None = None) -> Counts:
 
 def pointwise_packets(graph: OpGraph) -> frozenset[str]:
     """Packets in `graph` that torch tags as pointwise (elementwise) ops."""
-    import torch
+    return frozenset(packet for packet in {r.packet for r in graph.records} if _pointwise(packet))
 
-    found = set()
-    for packet in {r.packet for r in graph.records}:
+
+def _pointwise(packet: str) -> bool:
+    # torch's tags of an op are fixed once it is registered: look each packet up once per process
+    # rather than once per graph (walking an op's overloads costs ~10 us, a graph holds ~40 packets).
+    # A packet torch does not know is looked up again next time: a library may register it later.
+    found = _POINTWISE.get(packet)
+    if found is None:
+        import torch
+
         namespace, _, name = packet.partition(".")
         op = getattr(getattr(torch.ops, namespace, None), name, None)
         if op is None:
-            continue
-        for overload in op.overloads():
-            if torch.Tag.pointwise in getattr(op, overload).tags:
-                found.add(packet)
-                break
-    return frozenset(found)
+            return False
+        found = _POINTWISE[packet] = any(torch.Tag.pointwise in getattr(op, overload).tags
+                                         for overload in op.overloads())
+    return found
+
+
+_POINTWISE: dict[str, bool] = {}
+
+
+def classified(graph: OpGraph) -> tuple[tuple[str, ...], tuple[OpCost, ...]]:
+    """(category, cost) of every record of `graph`, in order, as two tuples: `classify` of each, with
+    torch's pointwise tags. Memoized by the graph's identity: a device graph lowers one capture for
+    each engine it is asked under (a cold `compare` lowers 75 captures 135 times), and the costs
+    depend on the records alone."""
+    return _CLASSIFIED.get((graph,), (), lambda: _classified(graph))
+
+
+_CLASSIFIED = IdentityMemo(256)  # as many graphs as device_graph._captured keeps (it keeps them alive)
+
+
+def _classified(graph: OpGraph) -> tuple[tuple[str, ...], tuple[OpCost, ...]]:
+    tags = pointwise_packets(graph)
+    pairs = [classify(rec, rec.packet in tags) for rec in graph.records]
+    return tuple([c for c, _ in pairs]), tuple([cost for _, cost in pairs])
+
+
+def clear_classified() -> None:
+    """Forget the memoized classifications (for a benchmark that times classifying)."""
+    _CLASSIFIED.clear()
 
 
 from planner.workload import counting_library  # noqa: E402,F401  (registers its formulas into _REGISTRY)

@@ -18,10 +18,10 @@ from functools import lru_cache
 
 from planner.memo import IdentityMemo
 from planner.workload.capture import OpRecord
-from planner.workload.counting import OpCost, classify, pointwise_packets
+from planner.workload.counting import OpCost, classified, clear_classified
 from planner.workload.engines import get_engine
 from planner.workload.graphs import Workload
-from planner.workload.lowering import Kernel, lower
+from planner.workload.lowering import Kernel, clear_unfused, lower
 from planner.workload.parallelism import Parallelism, shard_config
 from planner.workload.rebatch import TP_ANCHORS, NotAffine, clear_anchors, derive_tp, graph_at, tp_derivable
 from planner.workload.zoo import Model
@@ -190,9 +190,8 @@ def _layer_index(module: str) -> int:
 
 def kernels(graph, roles: list[str], engine: str) -> list[Kernel]:
     """The kernels `engine` runs for a captured OpGraph (planner/workload/lowering.py), in order."""
-    tags = pointwise_packets(graph)
-    classified = [classify(rec, rec.packet in tags) for rec in graph.records]
-    return lower(graph.records, [c for c, _ in classified], [c for _, c in classified], roles, get_engine(engine))
+    categories, costs = classified(graph)  # once per capture, whichever engine asks first
+    return lower(graph.records, categories, costs, roles, get_engine(engine))
 
 
 @lru_cache(maxsize=512)
@@ -281,3 +280,5 @@ def clear_capture_caches() -> None:
     clear_graph_caches()
     _captured.cache_clear()
     clear_anchors()
+    clear_classified()  # classifications and single-op kernels of the captures, kept by their identity
+    clear_unfused()

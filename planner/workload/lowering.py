@@ -28,8 +28,10 @@ Groups never cross roles (first / layer / last of the folded graph) nor phases.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from planner.memo import IdentityMemo
 from planner.workload.capture import OpRecord, TensorMeta
 from planner.workload.counting import OpCost, read_tensors, written_tensors
 from planner.workload.engines import Engine
@@ -100,22 +102,33 @@ class _Group:
         self.kinds = {index: kind}
 
 
-def lower(records: tuple[OpRecord, ...], categories: list[str], costs: list[OpCost], roles: list[str],
+def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Sequence[OpCost], roles: list[str],
           engine: Engine) -> list[Kernel]:
     """The kernels `engine` runs for `records` (in execution order, each with its category, cost and
     role), in the order of each kernel's first op. Views pass through as zero-cost kernels."""
+    single = _unfused(records, categories, costs, roles)
+    if not engine.fusions:
+        # an engine without fusion rules (eager) runs every op as its own kernel: what the grouping
+        # below returns for it, without the dataflow it would follow for nothing
+        return list(single)
     n = len(records)
+    # (rule, phase) of every fusion the engine applies: a set lookup per candidate, not Engine.fuses' scan
+    fuses = {(rule, phase) for rule, phases in engine.fusions for phase in phases}
     # dataflow: the producer op of every read (None when it comes from outside the graph: weights,
-    # inputs), and every consumer of every write
+    # inputs), and every consumer of every write; the tensors each op reads, kept for the epilogue
+    # and fused-kernel checks below
     producers: list[list[int | None]] = []
+    reads: list[list[TensorMeta]] = []
     consumers: dict[tuple[int, int], list[int]] = {}  # (producer op, storage) -> consumer ops
     latest: dict[int, int] = {}
     for i, rec in enumerate(records):
         if categories[i] == "view":
             producers.append([])
+            reads.append([])  # a view joins no kernel: its reads are never asked for
             continue
         found = []
-        for t in _reads(rec):
+        reads.append(read := _reads(rec))
+        for t in read:
             p = latest.get(t.storage) if t.storage else None
             found.append(p)
             if p is not None:
@@ -142,8 +155,10 @@ def lower(records: tuple[OpRecord, ...], categories: list[str], costs: list[OpCo
         return False
 
     for i, rec in enumerate(records):
+        if categories[i] == "view":  # half the records: a view joins nothing
+            continue
         kind = _kind(rec, categories[i])
-        if kind is None or categories[i] == "view":
+        if kind is None:
             continue
         candidates: list[_Group] = []
         for p in producers[i]:
@@ -153,13 +168,17 @@ def lower(records: tuple[OpRecord, ...], categories: list[str], costs: list[OpCo
             if records[g.members[0]].phase != rec.phase:
                 continue
             rule = _JOIN.get((kind, g.anchor))
-            if rule is None or not engine.fuses(rule, rec.phase):
+            if rule is None or (rule, rec.phase) not in fuses:
                 continue
             if rule == "bn_fold" and g.members != [p]:
                 continue  # BN folds into the conv it directly follows, before any epilogue
-            if rule in ("conv_epilogue", "gemm_epilogue") and not _epilogue(rec, producers[i], g, records[g.members[0]]):
+            if rule in ("conv_epilogue", "gemm_epilogue") and \
+                    not _epilogue(rec, reads[i], producers[i], g, records[g.members[0]]):
                 continue
             candidates.append(g)
+        if not candidates:  # most ops: a kernel of their own so far
+            group_of[i] = _Group(i, kind)
+            continue
         anchored = [g for g in candidates if g.anchor != "pointwise"]
         if kind in ANCHORS:
             candidates = [g for g in candidates if g.anchor == "pointwise"]
@@ -195,13 +214,32 @@ def lower(records: tuple[OpRecord, ...], categories: list[str], costs: list[OpCo
     for i, rec in enumerate(records):
         g = group_of[i]
         if g is None or len(g.members) == 1:
-            kernels.append(Kernel(rec, categories[i], costs[i], 0 if categories[i] == "view" else 1, roles[i]))
+            kernels.append(single[i])
             continue
         if id(g) in done:
             continue
         done.add(id(g))
-        kernels.append(_fused(g, records, categories, costs, producers, consumers, roles[i]))
+        kernels.append(_fused(g, records, categories, costs, reads, producers, consumers, roles[i]))
     return group_experts(kernels, engine)
+
+
+def _unfused(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Sequence[OpCost],
+             roles: list[str]) -> tuple[Kernel, ...]:
+    """Each op as a kernel of its own (a view: 0 ops). Memoized by the identity of the arguments: a
+    device graph lowers one capture, with its classification and roles, under each engine it is asked
+    for (a cold `compare`: eager and vLLM), and the ops no fusion takes are the same kernels for all.
+    (The role lists device_graph passes are its cached ones, never changed in place.)"""
+    return _SINGLE.get((records, categories, costs, roles), (), lambda: tuple(
+        [Kernel(rec, category, cost, 0 if category == "view" else 1, role)
+         for rec, category, cost, role in zip(records, categories, costs, roles, strict=True)]))
+
+
+_SINGLE = IdentityMemo(256)  # as many graphs as device_graph._captured keeps (it keeps them alive)
+
+
+def clear_unfused() -> None:
+    """Forget the memoized single-op kernels (for a benchmark that times the lowering)."""
+    _SINGLE.clear()
 
 
 _EXPERT = re.compile(r"^(.*)\.experts\.\d+(\..*)?$")
@@ -215,6 +253,8 @@ def group_experts(kernels: list[Kernel], engine: Engine) -> list[Kernel]:
     projection and step for all experts at once (vLLM's fused_moe, SGLang's, TensorRT-LLM's grouped GEMM).
     A group's cost is its members' sum; a grouped GEMM is looked up at all its rows (M = the sum of the
     experts' rows) with one expert's N and K. Kernels that run once stay as they are."""
+    if not any(".experts." in k.record.module for k in kernels):  # what _EXPERT needs, tested first: cheaper
+        return kernels
     moes = {m.group(1) for k in kernels if (m := _EXPERT.match(k.record.module))}
     if not moes:
         return kernels
@@ -267,7 +307,7 @@ def _batched(rec: OpRecord, members: list[Kernel]) -> OpRecord:
                    outputs=(replace(out, shape=(e, m, n), touched=e * m * n),))
 
 
-def _epilogue(rec: OpRecord, producers: list[int | None], g: _Group, anchor: OpRecord) -> bool:
+def _epilogue(rec: OpRecord, reads: list[TensorMeta], producers: list[int | None], g: _Group, anchor: OpRecord) -> bool:
     """An op a GEMM or conv can run in its epilogue: it maps the anchor's output tile to a tile of the
     same size, reading besides it at most a bias (one value per output channel or column) or a
     residual of the tile's size (cuBLASLt and CUTLASS epilogues: bias, activation, beta x C)."""
@@ -278,7 +318,7 @@ def _epilogue(rec: OpRecord, producers: list[int | None], g: _Group, anchor: OpR
     channels = tile.shape[1] if anchor.packet == "aten.convolution" and len(tile.shape) > 1 else tile.shape[-1]
     if rec.outputs[0].numel != size:
         return False
-    for t, p in zip(_reads(rec), producers):
+    for t, p in zip(reads, producers):
         if p is not None and p in g.members or t.touched <= 1:
             continue
         if t.touched not in (size, channels):
@@ -286,7 +326,7 @@ def _epilogue(rec: OpRecord, producers: list[int | None], g: _Group, anchor: OpR
     return True
 
 
-def _fused(g: _Group, records, categories, costs, producers, consumers, role: str) -> Kernel:
+def _fused(g: _Group, records, categories, costs, reads, producers, consumers, role: str) -> Kernel:
     members = set(g.members)
     flop = read = written = 0.0
     for j in g.members:
@@ -296,7 +336,7 @@ def _fused(g: _Group, records, categories, costs, producers, consumers, role: st
     seen_reads: set[tuple] = set()
     for j in g.members:
         rec = records[j]
-        for t, p in zip(_reads(rec), producers[j]):
+        for t, p in zip(reads[j], producers[j]):
             if p is not None and p in members:
                 read -= t.bytes  # produced inside the kernel: stays on chip
                 continue
@@ -314,7 +354,9 @@ def _fused(g: _Group, records, categories, costs, producers, consumers, role: st
     if "bn" in g.kinds.values():
         read, written = _fold_batch_norm(g, records, read, written)
     names = "+".join(records[j].packet.removeprefix("aten.") for j in g.members)
-    record = replace(anchor, op=f"fused.{names}")
+    # the anchor renamed, built directly (dataclasses.replace costs twice as much)
+    record = OpRecord(f"fused.{names}", anchor.packet, anchor.module, anchor.phase, anchor.args, anchor.outputs,
+                      anchor.mutates, anchor.is_view)
     category = "elementwise" if g.anchor == "pointwise" else categories[anchor_index]
     return Kernel(record, category, OpCost(flop, max(read, 0.0), max(written, 0.0)), len(g.members), role)
 

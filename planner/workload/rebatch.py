@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 from functools import lru_cache
+from operator import is_
 
 from planner.workload.capture import OpGraph, OpRecord, TensorMeta
 from planner.workload.graphs import Workload, WorkloadGraph, build_graph, resolve_workload
@@ -134,8 +135,9 @@ def _derived_graph(a: OpGraph, b: OpGraph, steps) -> OpGraph:
     """The op graph `steps` along the line from `a` to `b` (an int, or a Fraction across widths)."""
     if len(a.records) != len(b.records) or a.dtype != b.dtype or len(a.saved_bytes) != len(b.saved_bytes):
         raise NotAffine
-    records = tuple(_record(x, y, steps) for x, y in zip(a.records, b.records))
-    saved = tuple((_same(m, n), _number(x, y, steps)) for (m, x), (n, y) in zip(a.saved_bytes, b.saved_bytes))
+    met: dict[tuple, tuple] = {}  # a tensor's numbers at both anchors -> along the line (see _tensor)
+    records = tuple([_record(x, y, steps, met) for x, y in zip(a.records, b.records)])
+    saved = tuple([(_same(m, n), _number(x, y, steps)) for (m, x), (n, y) in zip(a.saved_bytes, b.saved_bytes)])
     return OpGraph(records, a.dtype, saved)
 
 
@@ -148,9 +150,19 @@ def _same(x, y):
 
 def _number(x, y, steps):
     """x at the first anchor and y at the second, extended `steps` (an int, or a Fraction) past the first;
-    a whole number stays whole or the line is refused."""
+    a whole number stays whole or the line is refused. x itself (the same object) where x == y."""
     if x == y:
         return x
+    if type(steps) is Fraction and type(x) is int and type(y) is int:
+        # the same number as the Fraction arithmetic below, in integers (Fraction's operators cost ~6 us
+        # a call, and a graph derived across widths holds hundreds of changing numbers)
+        den = steps.denominator
+        v, rest = divmod(x * den + (y - x) * steps.numerator, den)
+        if rest:
+            raise NotAffine
+        if v < 0:
+            raise NotAffine
+        return v
     v = x + (y - x) * steps
     if type(v) is Fraction:  # x, y whole and steps fractional: whole only if the line lands on one
         if v.denominator != 1:
@@ -161,37 +173,70 @@ def _number(x, y, steps):
     return v
 
 
-def _record(x: OpRecord, y: OpRecord, steps) -> OpRecord:
+# The functions below return their first argument itself (not a copy) where nothing in it changes
+# along the line: a quarter of a decoder's records (the rotary tables, the weights' transposes: ops on
+# what does not grow with the batch) are alike at every batch, and a derived graph then shares them
+# with the first anchor's graph instead of building equal ones (a frozen dataclass costs about a
+# microsecond to build). Equal by value either way, storage and offset included; callers test `is` to
+# know whether anything changed.
+
+def _record(x: OpRecord, y: OpRecord, steps, met: dict) -> OpRecord:
     if x.op != y.op or x.module != y.module or x.phase != y.phase or len(x.args) != len(y.args) or \
             len(x.outputs) != len(y.outputs):
         raise NotAffine
-    args = tuple((_same(name, other), _value(v, w, steps)) for (name, v), (other, w) in zip(x.args, y.args))
-    outputs = tuple(_tensor(v, w, steps) for v, w in zip(x.outputs, y.outputs))
-    return replace(x, args=args, outputs=outputs)
+    changed = False
+    args = []
+    for pair, (other, w) in zip(x.args, y.args):
+        name, v = pair
+        if name != other:
+            raise NotAffine
+        d = _tensor(v, w, steps, met) if type(v) is TensorMeta is type(w) else _value(v, w, steps, met)
+        if d is v:
+            args.append(pair)
+        else:
+            args.append((name, d))
+            changed = True
+    outputs = []
+    for v, w in zip(x.outputs, y.outputs):
+        d = _tensor(v, w, steps, met)
+        outputs.append(d)
+        changed = changed or d is not v
+    if not changed:
+        return x
+    # built directly: dataclasses.replace costs twice as much
+    return OpRecord(x.op, x.packet, x.module, x.phase, tuple(args), tuple(outputs), x.mutates, x.is_view)
 
 
-def _value(v, w, steps):
-    tv, tw = type(v), type(w)
-    if tv is not tw:
+def _value(v, w, steps, met: dict):
+    tv = type(v)
+    if tv is not type(w):
         raise NotAffine
     if tv is TensorMeta:
-        return _tensor(v, w, steps)
-    if tv is tuple:
-        if len(v) != len(w):
-            raise NotAffine
-        return tuple(_value(p, q, steps) for p, q in zip(v, w))
+        return _tensor(v, w, steps, met)
     if tv is int or tv is float:
         return _number(v, w, steps)
+    if tv is tuple:  # mostly sizes: equal whole numbers are kept without a call
+        if len(v) != len(w):
+            raise NotAffine
+        items = [p if p == q and type(p) is int is type(q) else _value(p, q, steps, met) for p, q in zip(v, w)]
+        return v if all(map(is_, items, v)) else tuple(items)
     if v != w:  # None, bool, str: a flag or a name that changes with the batch
         raise NotAffine
     return v
 
 
-def _tensor(v: TensorMeta, w: TensorMeta, steps) -> TensorMeta:
-    if v.dtype != w.dtype or v.bits != w.bits or v.col_major != w.col_major or len(v.shape) != len(w.shape):
+def _tensor(v: TensorMeta, w: TensorMeta, steps, met: dict) -> TensorMeta:
+    shape, touched, offset = v.shape, v.touched, v.offset
+    if v.dtype != w.dtype or v.bits != w.bits or v.col_major != w.col_major or len(shape) != len(w.shape):
         raise NotAffine
-    if v.shape == w.shape and v.touched == w.touched and v.offset == w.offset:
+    if shape == w.shape and touched == w.touched and offset == w.offset:
         return v
-    shape = tuple(_number(p, q, steps) for p, q in zip(v.shape, w.shape))
-    return TensorMeta(shape, v.dtype, v.bits, _number(v.touched, w.touched, steps), v.col_major, v.storage,
-                      _number(v.offset, w.offset, steps))
+    # (shape, touched, offset) along the line, computed once per distinct pair of anchor values in the
+    # graph: activations keep their shapes from op to op (of the tensors that change, seven in eight
+    # repeat the numbers of one met before)
+    key = (shape, w.shape, touched, w.touched, offset, w.offset)
+    numbers = met.get(key)
+    if numbers is None:
+        numbers = met[key] = (tuple([p if p == q else _number(p, q, steps) for p, q in zip(shape, w.shape)]),
+                              _number(touched, w.touched, steps), _number(offset, w.offset, steps))
+    return TensorMeta(numbers[0], v.dtype, v.bits, numbers[1], v.col_major, v.storage, numbers[2])

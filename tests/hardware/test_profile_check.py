@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from planner.errors import ConfigError
 from planner.hardware.efficiency import load_defaults
 from planner.hardware.profile import PROFILE_ROOT, Profile, ProfileModel, profile_device, read_profile
-from planner.errors import ConfigError
 from planner.hardware.profile_check import _plainly_sound, _sound, check_profile
 from planner.hardware.profile_table import ColumnRows, kind_tables, measurement_rows, rows_by, to_columns
 

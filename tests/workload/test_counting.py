@@ -1,9 +1,11 @@
 """Per-op formulas in closed form, and the acceptance figures of whole models."""
 
+from dataclasses import replace
+
 import pytest
 
-from planner.workload.capture import OpRecord, TensorMeta
-from planner.workload.counting import OpCost, attention_flop, classify, count
+from planner.workload.capture import OpGraph, OpRecord, TensorMeta
+from planner.workload.counting import OpCost, attention_flop, classified, classify, count, pointwise_packets
 from planner.workload.graphs import Workload, build_graph
 from planner.workload.zoo import resolve
 
@@ -209,3 +211,31 @@ def test_decode_and_training_are_fully_supported(run_captured, model_id, mode):
         kwargs = {"context_len": 64}
     _, counts = run_captured(model_id, mode=mode, **kwargs)
     assert counts.unsupported == ()
+
+
+def _tagged_pointwise(graph) -> frozenset[str]:
+    # torch's pointwise tags looked up afresh, packet by packet (what pointwise_packets caches)
+    import torch
+
+    found = set()
+    for packet in {r.packet for r in graph.records}:
+        namespace, _, name = packet.partition(".")
+        op = getattr(getattr(torch.ops, namespace, None), name, None)
+        if op is not None and any(torch.Tag.pointwise in getattr(op, o).tags for o in op.overloads()):
+            found.add(packet)
+    return frozenset(found)
+
+
+def test_classified_is_memoized_by_graph_and_equals_a_fresh_classification():
+    model = resolve("gpt2")
+    graph = build_graph(replace(model, config=replace(model.config, num_layers=1)),
+                        Workload(mode="training", seq_len=16, batch=2)).graph
+    tags = _tagged_pointwise(graph)
+    assert pointwise_packets(graph) == tags and tags
+    fresh = [classify(r, r.packet in tags) for r in graph.records]
+    first = classified(graph)
+    assert list(zip(*first)) == fresh
+    assert classified(graph) is first  # the same graph: the memo's answer
+    twin = OpGraph(graph.records, graph.dtype, graph.saved_bytes)  # equal, another object: classified afresh
+    again = classified(twin)
+    assert again is not first and again == first

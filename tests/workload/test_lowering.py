@@ -187,3 +187,24 @@ def test_a_grouped_expert_gemm_streams_no_faster_than_the_bandwidth():
     bw = load_catalog().device("h200-sxm").mem_bytes_per_s
     assert rows and all(r.bytes / r.time_s <= bw * (1 + 1e-9) for r in rows if r.bound == "memory")
     assert h200["tpot_s"] < 0.1
+
+
+def test_single_op_kernels_are_shared_between_engines_and_equal_a_fresh_lowering():
+    # the kernels of ops no fusion takes are memoized by the identity of lower's arguments: a second engine
+    # lowering the same capture reuses them, and the result equals a lowering from fresh arguments
+    from planner.workload.counting import classified
+    from planner.workload.lowering import Kernel
+
+    wg = build_graph(_one_layer("llama-2-7b"), Workload(mode="decode", context_len=64, batch=2))
+    records = wg.graph.records
+    categories, costs = classified(wg.graph)
+    roles = ["first"] * len(records)
+    lowered = {}
+    for name in ("eager", "vllm", "eager"):
+        lowered[name] = lower(records, categories, costs, roles, get_engine(name))
+        fresh = lower(records, list(categories), list(costs), list(roles), get_engine(name))  # other objects
+        assert lowered[name] == fresh, name
+    assert lowered["eager"] == [Kernel(r, c, cost, 0 if c == "view" else 1, "first")
+                                for r, c, cost in zip(records, categories, costs)]
+    unfused = [k for k in lowered["vllm"] if k.absorbed <= 1]
+    assert unfused and all(any(k is e for e in lowered["eager"]) for k in unfused)

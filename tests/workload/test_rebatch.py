@@ -129,3 +129,35 @@ def test_an_anchor_batch_is_captured_once(monkeypatch):
     assert calls == [2, 3]
     assert rebatch.graph_at(llama, w) is two
     rebatch.clear_anchors()
+
+
+def test_numbers_across_widths_are_the_fraction_arithmetic():
+    # _number works across widths in integers: the same numbers, and the same refusals, as Fraction arithmetic
+    from fractions import Fraction
+
+    for tp in (3, 4, 6, 8, 16):
+        steps = Fraction(2 * (tp - 1), tp)
+        for x in (0, 1, 7, 64, 4096, 10**12 + 3):
+            for y in (0, 1, 2, 5, 32, 4096, 8191, 2 * 10**12):
+                v = x + (y - x) * steps
+                expected = x if x == y else int(v) if v.denominator == 1 and v >= 0 else rebatch.NotAffine
+                try:
+                    got = rebatch._number(x, y, steps)
+                except rebatch.NotAffine:
+                    got = rebatch.NotAffine
+                assert got == expected and type(got) is type(expected), (x, y, tp)
+
+
+def test_records_alike_at_every_batch_are_the_first_anchors_own():
+    # a record no number of which changes with the batch is batch 2's object itself, not a copy; the rest are
+    # new records equal to the captured ones (test_derived_graph_equals_the_captured_one)
+    model, w = _one_layer("llama-2-7b"), Workload(mode="prefill", seq_len=32, batch=8)
+    two = build_graph(model, replace(w, batch=2))
+    derived = rebatch.derive(two, build_graph(model, replace(w, batch=3)), resolve_workload(model, w))
+    captured = build_graph(model, w)
+    _assert_same(derived, captured)
+    shared = [a is b for a, b in zip(derived.graph.records, two.graph.records)]
+    assert any(shared) and not all(shared)
+    for a, b, c in zip(derived.graph.records, two.graph.records, captured.graph.records):
+        assert (a is b) == (b == c and all(t.offset == u.offset for t, u in zip((*b.outputs, *b.tensors()),
+                                                                               (*c.outputs, *c.tensors()))))
