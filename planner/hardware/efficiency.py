@@ -128,7 +128,9 @@ class EfficiencyModel(Protocol):
                      nbytes: float | None = None) -> tuple[float, float, float]:
         """Return (compute efficiency, memory efficiency, per-kernel overhead in s) of one op. `nbytes`:
         the bytes the kernel moves where its record's tensors do not say (a fused group: the record is
-        its anchor op's); None reads them off the record."""
+        its anchor op's); None reads them off the record. For a view (category "view": no kernel) the
+        result may depend on the device and the model only, not on the op: the timing asks once per
+        device (planner/predict/timing.py)."""
 
 
 def gemm_shape(rec: OpRecord, category: str) -> tuple[int, int, int, int] | None:

@@ -140,10 +140,14 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
 
 def _plan(part: Part) -> tuple:
     """What `_part_time` reads of each op, the same on every device: (op, its memo slot, count, phase,
-    (phase, category), is a view, "<phase>:view", FLOP x count, bytes x count). Worked out once per part."""
+    (phase, category), is a view, "<phase>:view", FLOP x count, bytes x count). Worked out once per part.
+    Every view shares one slot: a view launches no kernel, and what it costs (the dispatcher's time, on a
+    CPU) is the device's and library's, not the op's (EfficiencyModel.efficiencies); half of a decoder
+    graph's ops are views."""
     return _PLANS.get((part,), (), lambda: tuple(
-        (op, (id(op.record), op.category, id(op.cost)), op.count, op.record.phase, (op.record.phase, op.category),
-         op.category == "view", f"{op.record.phase}:view", op.cost.flop * op.count, op.cost.bytes * op.count)
+        (op, "view" if op.category == "view" else (id(op.record), op.category, id(op.cost)), op.count,
+         op.record.phase, (op.record.phase, op.category), op.category == "view", f"{op.record.phase}:view",
+         op.cost.flop * op.count, op.cost.bytes * op.count)
         for op in part.ops))
 
 

@@ -199,15 +199,18 @@ def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceG
     par = Parallelism(tp=tp, ep=ep)
     config, num_layers, captured, roles, fold, weights = _captured(model, replace(workload, engine="eager"), tp, ep)
     records = captured.graph.records
+    # each kernel's (record renamed to its role, category, cost) interned first (one hash of the record),
+    # then counted by the identity of what it interned to
     counters: dict[str, Counter] = {r: Counter() for r in ROLES}
+    held: dict[int, tuple[OpRecord, str, OpCost]] = {}  # keeps each interned op, and so its id, alive here
     for k in kernels(captured.graph, roles, workload.engine):
         share = weights[_layer_index(k.record.module)] if k.role == "layer" and len(weights) > 1 else 1
-        counters[k.role][(k.record.in_module(k.role), k.category, k.cost, k.absorbed)] += share
+        op = _interned(k.record.in_module(k.role), k.category, k.cost)
+        held[id(op)] = op
+        counters[k.role][(id(op), k.absorbed)] += share
 
     def part(role: str) -> Part:
-        ops = [CostedOp(*_interned(rec, category, cost), n, absorbed)
-               for (rec, category, cost, absorbed), n in counters[role].items()]
-        return Part(tuple(ops), 0, 0.0)
+        return Part(tuple(CostedOp(*held[op], n, absorbed) for (op, absorbed), n in counters[role].items()), 0, 0.0)
 
     parts = {r: part(r) for r in ROLES}
     # parameters and saved activations by role, from the module paths of the 1-layer capture
