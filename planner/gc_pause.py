@@ -11,18 +11,29 @@ collector runs once when the burst ends, over what is left.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+_LOCK = threading.Lock()
+_STATE = {"blocks": 0, "was_enabled": False}
+"""Blocks open in any thread, and whether the collector was enabled when the first of them opened."""
 
 
 @contextmanager
 def paused() -> Iterator[None]:
-    """Disable the cyclic collector for the block, and enable it again after the block only if it was
-    enabled before (a caller that disabled it keeps it so; nested blocks are harmless)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
+    """Disable the cyclic collector for the block. When the last open block (of any thread) ends, the
+    collector is enabled again if it was enabled when the first one began: a caller that disabled it
+    keeps it so, nested blocks are harmless, and two threads' blocks that overlap cannot leave it off."""
+    with _LOCK:
+        if _STATE["blocks"] == 0:
+            _STATE["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _STATE["blocks"] += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _LOCK:
+            _STATE["blocks"] -= 1
+            if _STATE["blocks"] == 0 and _STATE["was_enabled"]:
+                gc.enable()

@@ -252,8 +252,9 @@ def held_out(raw: dict, fraction: float = HOLD_OUT, seed: int = SEED) -> dict:
     error = predicted time / measured time − 1 on the held-back points (time ∝ 1/η at equal overhead)."""
     from planner.hardware.efficiency import load_defaults
     from planner.hardware.profile import Profile, ProfileModel, _features, profile_device
+    from planner.hardware.profile_table import measurement_rows
 
-    measurements = raw["measurements"]
+    measurements = measurement_rows(raw["measurements"])
     by_key: dict[str, list[int]] = {}
     for i, m in enumerate(measurements):
         by_key.setdefault(_features(m)[0], []).append(i)
@@ -486,7 +487,7 @@ def _write(raw: dict, root: Path, log) -> Path:
 
     target = root / raw["device_id"] / "profile.json"
     target.parent.mkdir(parents=True, exist_ok=True)
-    columns = {**raw, "measurements": to_columns(raw["measurements"])}
+    columns = {**raw, "measurements": to_columns(json_safe(raw["measurements"]))}  # a NaN is refused, not nulled
     write_text_atomic(target, json.dumps(json_safe(columns), separators=(",", ":")) + "\n")
     held = raw["held_out"]
     log(f"import: wrote {target} ({len(raw['measurements'])} points); held-back 20%: median |error| "

@@ -158,11 +158,19 @@ def device_folder(root: Path, device_id: str) -> Path:
 
 
 def read_profile_json(path: Path) -> dict:
-    """A profile.json as a dict with its list of measurements; ConfigError naming the file otherwise."""
-    profile = parse_json(read_text(path, "calibration profile"), f"calibration profile '{_short(path)}'")
+    """A profile.json as a dict with its list of measurements, as rows whichever layout the file holds
+    (planner/hardware/profile_table.py); ConfigError naming the file otherwise."""
+    from planner.hardware.profile_check import check_columns
+    from planner.hardware.profile_table import measurement_rows
+
+    where = f"calibration profile '{_short(path)}'"
+    profile = parse_json(read_text(path, "calibration profile"), where)
+    if isinstance(profile, dict) and isinstance(profile.get("measurements"), dict):
+        check_columns(profile["measurements"], where)
+        profile["measurements"] = list(measurement_rows(profile["measurements"]))
     if not isinstance(profile, dict) or not isinstance(profile.get("measurements"), list) or \
             not all(isinstance(m, dict) for m in profile["measurements"]):
-        raise ConfigError(f"calibration profile '{_short(path)}': not a profile (no list of measurements)")
+        raise ConfigError(f"{where}: not a profile (no list of measurements)")
     return profile
 
 

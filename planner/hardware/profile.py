@@ -300,12 +300,13 @@ def _kind_table(table: KindTable) -> tuple[list[str], np.ndarray | list, np.ndar
         names: dict[tuple, str] = {}
 
         def name(layout, dtype, align) -> str:  # a GEMM's key: its layout, dtype and alignment (_features)
-            if (layout, dtype, align) not in names:
-                names[layout, dtype, align] = _features({"kind": "gemm", "layout": layout, "dtype": dtype,
-                                                         "align_bytes": align, "m": 1, "n": 1, "k": 1})[0]
-            return names[layout, dtype, align]
+            # by type too: an alignment of 8.0 names another curve ("@8.0") than 8 does, as _features writes it
+            if (layout, dtype, align, type(align)) not in names:
+                names[layout, dtype, align, type(align)] = _features({"kind": "gemm", "layout": layout, "dtype": dtype,
+                                                                      "align_bytes": align, "m": 1, "n": 1, "k": 1})[0]
+            return names[layout, dtype, align, type(align)]
 
-        if len(set(layouts)) == 1 and len(set(aligns)) == 1:  # a published profile: one key per dtype
+        if len(set(layouts)) == 1 and len({(align, type(align)) for align in aligns}) == 1:  # one key per dtype
             by_dtype = {dtype: name(layouts[0], dtype, aligns[0]) for dtype in dict.fromkeys(dtypes)}
             keys = list(map(by_dtype.__getitem__, dtypes))
         else:
@@ -590,7 +591,7 @@ def fit_report(raw_profile: dict) -> dict:
     from planner.hardware.efficiency import load_defaults
 
     profile = Profile(raw_profile["device_id"], raw_profile["device_name"], raw_profile["kind"],
-                      raw_profile.get("properties", {}), raw_profile["ceilings"], tuple(raw_profile["measurements"]),
+                      raw_profile.get("properties", {}), raw_profile["ceilings"], measurement_rows(raw_profile["measurements"]),
                       raw_profile["date"], "(in memory)", raw_profile)
     device = profile_device(profile)
     if device is None or "copy_bytes_per_s" not in profile.ceilings:

@@ -32,8 +32,9 @@ SHAPES = {"gemm": ("m", "n", "k"), "bmm": ("b", "m", "n", "k"), "attention": ("b
           "conv": ("n", "cin", "hw", "cout", "ksize", "stride"), "conv_backward": ("n", "cin", "hw", "cout", "ksize", "stride"),
           "batch_norm_train": ("n", "c", "hw"), "batch_norm_backward": ("n", "c", "hw"),
           "depthwise": ("n", "c", "hw", "ksize", "stride"), "depthwise_backward": ("n", "c", "hw", "ksize", "stride")}
-COUNTS = {"attention": ("group",)}
-"""Whole numbers >= 1 where a measurement gives them: query heads per KV head (1 where absent)."""
+COUNTS = {"attention": ("group",), "batch_norm": ("hw",)}
+"""Whole numbers >= 1 where a measurement gives them: query heads per KV head (1 where absent), the
+plane side of a batch norm timed at activation shapes (a feature: profile.py, _features)."""
 OVERHEADS = ("launch", "view")
 """Per-call costs: time_s may be 0 (below the timer's resolution); the others divide by it."""
 SIZED = ("copy", "add", "gelu", "sum", "layer_norm", "softmax", "batch_norm", "maxpool", "h2d",
@@ -102,7 +103,7 @@ def check_profile(raw, where: str, floats_finite: bool = False) -> dict[str, Kin
         _count(props["logical_cpus"], f"{where}: properties.logical_cpus")
     measurements = raw.get("measurements")
     if isinstance(measurements, dict):
-        _check_columns(measurements, where)
+        check_columns(measurements, where)
     elif not isinstance(measurements, list):
         raise ConfigError(f"{where}: 'measurements' must be a list, or an object of columns, got {_show(measurements)}")
     tables = kind_tables(measurements)
@@ -156,7 +157,7 @@ _KINDS = frozenset((*SHAPES, *OVERHEADS, *SIZED))
 _FLAGS = (("dtype", "gemm", str), ("layout", None, str), ("warm", None, bool), ("causal", "attention", bool))
 
 
-def _check_columns(columns: dict, where: str) -> None:
+def check_columns(columns: dict, where: str) -> None:
     """The columns layout (profile_table.py): a 'kind' column, every column a list of one value per
     measurement."""
     kinds = columns.get("kind")

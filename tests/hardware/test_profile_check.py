@@ -185,3 +185,27 @@ def test_a_group_that_is_not_a_whole_number_is_refused():
         rows[1]["group"] = bad
         with pytest.raises(ConfigError, match=r"measurements\[1\] \(attention\): group must be a whole number"):
             check_profile(_raw(rows), "p")
+
+
+def test_a_batch_norm_plane_side_that_is_not_a_whole_number_is_refused():
+    # a batch norm timed at activation shapes is featured by log2(hw^2): a string would crash the fit
+    rows = copy.deepcopy(ROWS) + [{"kind": "batch_norm", "bytes": 4096, "time_s": 1e-6, "flop": 0, "hw": "layer_norm"}]
+    with pytest.raises(ConfigError, match=r"measurements\[5\] \(batch_norm\): hw must be a whole number"):
+        check_profile(_raw(rows), "p")
+
+
+def test_an_alignment_of_8_0_names_another_curve_than_8_as_row_by_row():
+    # _features names a GEMM of align_bytes 8.0 "@8.0" and one of 8 "@8": the fit by columns keeps both
+    from planner.hardware.catalog import load_catalog
+    from planner.hardware.profile import _features
+
+    rows = []
+    for i, align in enumerate([8, 8.0] * 4):
+        rows.append({"kind": "gemm", "dtype": "bf16", "m": 64 * (i + 1), "n": 128, "k": 256, "time_s": 1e-5 * (i + 1),
+                     "flop": 2 * 64 * (i + 1) * 128 * 256, "bytes": 1e5, "align_bytes": align})
+    profile = Profile("h100-sxm", "x", "gpu", {}, {"copy_bytes_per_s": 3e12}, tuple(rows), "2026-11-27", "(test)",
+                      _raw(rows))
+    model = ProfileModel(load_defaults().kinds["gpu"]).fit(profile, load_catalog().device("h100-sxm"))
+    assert {_features(m)[0] for m in rows} == {"gemm:bf16@8", "gemm:bf16@8.0"}
+    assert {k for k in model.models_} == {"gemm:bf16@8", "gemm:bf16@8.0"}
+    assert len(model.models_["gemm:bf16@8"].idw.y) == len(model.models_["gemm:bf16@8.0"].idw.y) == 4
