@@ -16,8 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from planner.calibration.published import published_json  # noqa: E402
 from planner.files import write_text_atomic  # noqa: E402
-from planner.hardware.profile_table import measurement_rows, to_columns  # noqa: E402
+from planner.hardware.profile_table import measurement_rows  # noqa: E402
 
 
 def main() -> int:
@@ -26,11 +27,11 @@ def main() -> int:
         if raw.get("tier") != "published" or not isinstance(raw.get("measurements"), list):
             continue
         rows = raw["measurements"]
-        columns = {**raw, "measurements": to_columns(rows)}
-        if list(measurement_rows(columns["measurements"])) != rows:
+        text = published_json(raw)
+        if list(measurement_rows(json.loads(text)["measurements"])) != rows:
             raise SystemExit(f"{path}: the columns do not read back as the rows; nothing written")
         before = path.stat().st_size
-        write_text_atomic(path, json.dumps(columns, separators=(",", ":")) + "\n")
+        write_text_atomic(path, text)
         print(f"{path.relative_to(ROOT)}: {len(rows)} measurements in columns, {before:,} -> "
               f"{path.stat().st_size:,} bytes")
     return 0

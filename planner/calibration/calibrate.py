@@ -592,16 +592,14 @@ def refit(path: str | Path, log: Callable[[str], None] | None = None) -> dict:
     profile = read_profile_json(file)
     if profile.get("tier") == "published":
         # converted published data: its band is the held-back report, recomputed the way the import made it
-        from planner.calibration.published import held_out
-        from planner.hardware.profile_table import to_columns
+        from planner.calibration.published import held_out, published_json
 
         try:
             profile["held_out"] = report = held_out(profile)
-            # written as the importer writes a published profile: its measurements by columns
-            columns = {**profile, "measurements": to_columns(json_safe(profile["measurements"]))}
+            text = published_json(profile)  # as the importer writes it: the measurements by columns
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
             raise ConfigError(f"{file}: a malformed profile ({type(exc).__name__}: {str(exc)[:80]})") from None
-        write_text_atomic(file, json.dumps(json_safe(columns), separators=(",", ":")) + "\n")
+        write_text_atomic(file, text)
         log(f"refit {file}: held-back median |error| {report['median_abs_error']:.1%}, p90 {report['p90_abs_error']:.1%}")
         return report
     try:

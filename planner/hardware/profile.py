@@ -459,8 +459,7 @@ class ProfileModel:
         self.after_s_ = float(dispatch.get("after_launch_s", 0.0))
         self.launch_s_ = self.floor_s_ if dispatch else profile.ceilings.get("launch_overhead_s", 0.0)
         self.view_s_ = 0.0 if dispatch else profile.ceilings.get("view_overhead_s", 0.0)
-        # the measurements by kind, in file order (a kind's rows are read by columns: _kind_table)
-        # the measurements by kind, read by columns (profile_check.KindTable), in file order
+        # the measurements by kind, read by columns (profile_table.KindTable), in file order
         tables = profile.tables if profile.tables is not None and exclude is None else None
         if tables is None:
             kept = [m for i, m in enumerate(profile.measurements) if i != exclude]
@@ -475,8 +474,8 @@ class ProfileModel:
             keys, feats, shapes = _kind_table(table)
             time_s = np.array(table.column("time_s"), dtype=float)
             kernel = np.array([timing == "kernel" for timing in table.column("timing", None)], dtype=bool)
-            if self.after_s_:  # censored (see `censored`): event-timed and within twice the fixed costs
-                keep = kernel | (time_s > 2 * (self.isolated_s_ + self.after_s_ + self.floor_s_))
+            if self.after_s_:  # `censored`, by columns
+                keep = kernel | (time_s > self._censored_up_to_s)
             else:
                 keep = np.ones(n, dtype=bool)
             if not self.isolated_s_ and not self.floor_s_:  # _fixed_s, by columns
@@ -524,8 +523,12 @@ class ProfileModel:
         """True for an event-timed measurement that does not resolve its kernel: one that ended before the
         closing event was recorded takes isolated call + after launch (+ floor) whatever the kernel did,
         and up to twice that the host's jitter (a few us) is still a large share of what is left."""
-        return bool(self.after_s_) and m.get("timing") != "kernel" and \
-            m["time_s"] <= 2 * (self.isolated_s_ + self.after_s_ + self.floor_s_)
+        return bool(self.after_s_) and m.get("timing") != "kernel" and m["time_s"] <= self._censored_up_to_s
+
+    @property
+    def _censored_up_to_s(self) -> float:
+        """The longest event time that is censored: twice isolated call + after launch + floor."""
+        return 2 * (self.isolated_s_ + self.after_s_ + self.floor_s_)
 
     def _fixed_s(self, m: dict) -> float:
         """The fixed part of one measurement's time: the kernel floor, plus the isolated call's host wait

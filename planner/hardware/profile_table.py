@@ -40,9 +40,7 @@ class KindTable:
     @property
     def rows(self) -> list[dict]:
         if self._rows is None:
-            keys = list(self._source)
-            columns = [self.column(key) for key in keys]
-            self._rows = [{k: v for k, v in zip(keys, values) if v is not None} for values in zip(*columns)]
+            self._rows = _dicts({key: self.column(key) for key in self._source})
         return self._rows
 
     def column(self, key: str, default=MISSING) -> list:
@@ -108,9 +106,7 @@ class ColumnRows(Sequence):
 
     def _all(self) -> list[dict]:
         if self._rows is None:
-            keys = list(self._columns)
-            self._rows = [{k: v for k, v in zip(keys, values) if v is not None}
-                          for values in zip(*self._columns.values())]
+            self._rows = _dicts(self._columns)
         return self._rows
 
     def __len__(self) -> int:
@@ -121,6 +117,12 @@ class ColumnRows(Sequence):
 
     def __iter__(self):
         return iter(self._all())
+
+
+def _dicts(columns: dict[str, list]) -> list[dict]:
+    """One dict per position of `columns` (equal-length lists), keys whose value is null left out."""
+    keys = list(columns)
+    return [{k: v for k, v in zip(keys, values) if v is not None} for values in zip(*columns.values())]
 
 
 def measurement_rows(measurements) -> Sequence[dict]:
