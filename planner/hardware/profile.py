@@ -457,6 +457,7 @@ class ProfileModel:
         self.floor_s_ = float(dispatch.get("kernel_floor_s", 0.0))
         self.isolated_s_ = float(dispatch.get("isolated_call_s", 0.0))
         self.after_s_ = float(dispatch.get("after_launch_s", 0.0))
+        self.censored_up_to_s_ = 2 * (self.isolated_s_ + self.after_s_ + self.floor_s_)  # see `censored`
         self.launch_s_ = self.floor_s_ if dispatch else profile.ceilings.get("launch_overhead_s", 0.0)
         self.view_s_ = 0.0 if dispatch else profile.ceilings.get("view_overhead_s", 0.0)
         # the measurements by kind, read by columns (profile_table.KindTable), in file order
@@ -475,7 +476,7 @@ class ProfileModel:
             time_s = np.array(table.column("time_s"), dtype=float)
             kernel = np.array([timing == "kernel" for timing in table.column("timing", None)], dtype=bool)
             if self.after_s_:  # `censored`, by columns
-                keep = kernel | (time_s > self._censored_up_to_s)
+                keep = kernel | (time_s > self.censored_up_to_s_)
             else:
                 keep = np.ones(n, dtype=bool)
             if not self.isolated_s_ and not self.floor_s_:  # _fixed_s, by columns
@@ -523,12 +524,7 @@ class ProfileModel:
         """True for an event-timed measurement that does not resolve its kernel: one that ended before the
         closing event was recorded takes isolated call + after launch (+ floor) whatever the kernel did,
         and up to twice that the host's jitter (a few us) is still a large share of what is left."""
-        return bool(self.after_s_) and m.get("timing") != "kernel" and m["time_s"] <= self._censored_up_to_s
-
-    @property
-    def _censored_up_to_s(self) -> float:
-        """The longest event time that is censored: twice isolated call + after launch + floor."""
-        return 2 * (self.isolated_s_ + self.after_s_ + self.floor_s_)
+        return bool(self.after_s_) and m.get("timing") != "kernel" and m["time_s"] <= self.censored_up_to_s_
 
     def _fixed_s(self, m: dict) -> float:
         """The fixed part of one measurement's time: the kernel floor, plus the isolated call's host wait
