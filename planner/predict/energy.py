@@ -211,9 +211,38 @@ class PowerModel:
             u_c, u_m = utilization(t, device, cost)
             return scale * curve.idle_w, scale * (curve.idle_w + curve.compute_range_w * u_c
                                                   + curve.memory_range_w * u_m)
+        return self._datasheet_w(t.time_s, t.compute_s, t.memory_s, device)
+
+    def _datasheet_w(self, time_s: float, compute_s: float, memory_s: float, device: Device) -> tuple[float, float]:
+        """_base_and_demand_w on the datasheet fractions, W."""
         idle = self.idle_w(device)
-        load = self.compute_fraction * t.compute_s / t.time_s + self.memory_fraction * t.memory_s / t.time_s
+        load = self.compute_fraction * compute_s / time_s + self.memory_fraction * memory_s / time_s
         return idle, idle + (device.tdp_w - idle) * min(1.0, load)
+
+    def sustained_op(self, time_s: float, compute_s: float, memory_s: float, overhead_s: float, bound: str,
+                     peak_flop_per_s: float, device: Device, cost: OpCost) -> tuple[float, str, float]:
+        """sustained_energy_j of the OpTime these fields make, as (sustained seconds, its bound, energy J):
+        the same arithmetic in the same order, without building an OpTime where the limit does not slow the
+        op (the per-op loop of a new graph in planner/predict/timing.py); the other cases go through it."""
+        tdp = device.tdp_w
+        if tdp and time_s > 0:
+            curve = self.curve_for(device)
+            if curve is not None:  # _base_and_demand_w with utilization(t, device, cost), cost given
+                scale = tdp / curve.power_limit_w
+                u_c = cost.flop / (time_s * peak_flop_per_s) if peak_flop_per_s > 0 else 0.0
+                bw = device.mem_bytes_per_s
+                u_m = cost.bytes / (time_s * bw) if bw > 0 else 0.0
+                base = scale * curve.idle_w
+                demand = scale * (curve.idle_w + curve.compute_range_w * min(1.0, u_c)
+                                  + curve.memory_range_w * min(1.0, u_m))
+            else:
+                base, demand = self._datasheet_w(time_s, compute_s, memory_s, device)
+            limit = device.power_limit_w or tdp  # limit_w
+            if not (bound not in ("none", "overhead") and limit > base and demand > limit):
+                return time_s, bound, min(limit, demand) * time_s
+        t, energy = self.sustained_energy_j(OpTime(time_s, compute_s, memory_s, overhead_s, bound, peak_flop_per_s),
+                                            device, cost)
+        return t.time_s, t.bound, energy
 
     def power_w(self, t: OpTime, device: Device, cost: OpCost | None = None) -> float:
         """Average power in watts while `device` runs an op timed `t` (NaN without a sourced TDP), at

@@ -127,6 +127,18 @@ def _llm_copy(target: Target, model: Model, par: Parallelism, batch: int, input_
     return ttft, tuple(busy), tuple(energy), tpot, tuple(decode_busy), tuple(decode_energy), memory, capacity
 
 
+def llm_fits(target: Target, model: Model, par: Parallelism, batch: int, input_len: int | None, output_len: int,
+             dtype: str, engine: str) -> bool:
+    """Whether serving `batch` requests fits in memory: the `fits` of what _llm predicts (the same
+    serving_memory of the same prefill graph), without timing a graph."""
+    validate(par, model.family, model.config)
+    input_len = prompt_len(model, input_len, output_len, dtype)
+    if isinstance(batch, bool) or batch < 1:
+        raise ConfigError(f"--batch must be a positive integer or 'auto', got {batch!r}")
+    prefill = device_graph(model, Workload("prefill", batch, input_len, dtype=dtype, engine=engine), par)
+    return serving_memory(prefill, batch, input_len + output_len, target.device, target.defaults).fits
+
+
 def _forward(target: Target, model: Model, par: Parallelism, batch: int, seq_len: int | None,
              image_size: int | None, dtype: str, cost: CostOptions, engine: str = "eager") -> Prediction:
     dg = device_graph(model, Workload("forward", batch, seq_len, image_size=image_size, dtype=dtype, engine=engine),

@@ -102,12 +102,21 @@ def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device
         peak = matrix_peak(device, op_dtype(rec, graph_dtype), graph_dtype)
     else:
         peak = vector_peak(device, graph_dtype)
+    time_s, compute, memory, bound = roofline_s(cost.flop, cost.bytes, peak, device.mem_bytes_per_s, compute_eff,
+                                                memory_eff, overhead)
+    return OpTime(time_s, compute, memory, overhead, bound, peak)
+
+
+def roofline_s(flop: float, nbytes: float, peak_flop_per_s: float, mem_bytes_per_s: float, compute_eff: float,
+               memory_eff: float, overhead_s: float) -> tuple[float, float, float, str]:
+    """(time, compute, memory seconds, bound) of an op of `flop` and `nbytes` at these rates and efficiencies:
+    the module docstring's formula, shared by op_time and the per-op loop of planner/predict/timing.py."""
     # no kernel runs above its device's peak or streams memory above its bandwidth: an efficiency read
     # above 1 (a curve's wave factor moved to a device with fewer SMs, an edge of a grid) is held at 1
-    compute = cost.flop / (peak * min(compute_eff, 1.0)) if cost.flop else 0.0
-    memory = cost.bytes / (device.mem_bytes_per_s * min(memory_eff, 1.0)) if cost.bytes else 0.0
-    if overhead > max(compute, memory):
+    compute = flop / (peak_flop_per_s * min(compute_eff, 1.0)) if flop else 0.0
+    memory = nbytes / (mem_bytes_per_s * min(memory_eff, 1.0)) if nbytes else 0.0
+    if overhead_s > max(compute, memory):
         bound = "overhead"
     else:
         bound = "compute" if compute >= memory else "memory"
-    return OpTime(max(compute, memory) + overhead, compute, memory, overhead, bound, peak)
+    return max(compute, memory) + overhead_s, compute, memory, bound

@@ -27,7 +27,7 @@ from planner.hardware.catalog import Device
 from planner.hardware.efficiency import EfficiencyModel
 from planner.memo import IdentityMemo
 from planner.predict.energy import PowerModel
-from planner.predict.roofline import op_time
+from planner.predict.roofline import MATRIX_CATEGORIES, matrix_peak, op_dtype, op_time, roofline_s, vector_peak
 from planner.workload.device_graph import DeviceGraph, Part
 from planner.workload.engines import get_engine
 
@@ -105,56 +105,82 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
     breakdown: dict[tuple[str, str], float] = {}
     phase_energy: dict[str, float] = {}
     rows = []
-    timed = _OP_TIMES.get((device, efficiency, power), (dg.dtype,), dict)
-    for op, slot, count, phase, key, view, view_key, op_flop, op_bytes in _plan(part):
+    timed, peaks = _OP_TIMES.get((device, efficiency, power), (dg.dtype,), lambda: ({}, {}))
+    for op, slot, count, phase, key, view, view_key, op_flop, op_bytes, matrix_dtype in _plan(part, dg.dtype):
         if view:
             # no kernel; the host still dispatches it (counted as views, key "<phase>:view")
             launches[view_key] = launches.get(view_key, 0) + count
         found = timed.get(slot)
         if found is None:
-            burst = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
-            t, e = (None, 0.0) if burst.bound == "none" else power.sustained_energy_j(burst, device, op.cost)
             if len(timed) >= 100_000:
                 timed.clear()
-            # the record and cost are kept alive with their result: their ids stay theirs
-            found = timed[slot] = (burst, t, e, op.record, op.cost)
-        burst, t, e = found[0], found[1], found[2]
-        if t is None:
+            found = timed[slot] = _time_op(op, matrix_dtype, dg.dtype, device, efficiency, power, peaks)
+        op_s = found[1]
+        if op_s is None:
             continue
-        op_s = t.time_s
-        limited += (op_s - burst.time_s) * count
+        e = found[3]
+        limited += (op_s - found[0]) * count
         time += op_s * count
         energy += e * count
         flop += op_flop
         nbytes += op_bytes
-        bound[t.bound] += op_s * count
+        bound[found[2]] += op_s * count
         breakdown[key] = breakdown.get(key, 0.0) + op_s * count
         phase_energy[phase] = phase_energy.get(phase, 0.0) + e * count
         if not view:
             launches[phase] = launches.get(phase, 0) + count
         if with_rows:
             rows.append(OpRow(op.record.module, op.record.op, op.category, count, op.cost.flop, op.cost.bytes,
-                              op_s, t.bound, e))
+                              op_s, found[2], e))
     return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches, limited
 
 
-def _plan(part: Part) -> tuple:
+def _time_op(op, matrix_dtype: str | None, graph_dtype: str, device: Device, efficiency: EfficiencyModel,
+             power: PowerModel, peaks: dict) -> tuple:
+    """(burst seconds, sustained seconds (None: a view that costs nothing), bound, energy J, record, cost) of
+    one op: op_time, then PowerModel.sustained_energy_j, by the same arithmetic (roofline.roofline_s,
+    PowerModel.sustained_op) with the device's peak for each dtype read once into `peaks` and no OpTime
+    built per op. The record and cost are kept with the result: the memo's key holds their ids."""
+    rec, category, cost = op.record, op.category, op.cost
+    if category == "view" or type(power) is not PowerModel:
+        burst = op_time(rec, category, cost, graph_dtype, device, efficiency)
+        if burst.bound == "none":
+            return burst.time_s, None, "none", 0.0, rec, cost
+        t, e = power.sustained_energy_j(burst, device, cost)
+        return burst.time_s, t.time_s, t.bound, e, rec, cost
+    if rec.op.startswith("fused."):  # op_time: a fused group's efficiency is read at its kernel's bytes
+        compute_eff, memory_eff, overhead = efficiency.efficiencies(rec, category, device, nbytes=cost.bytes)
+    else:
+        compute_eff, memory_eff, overhead = efficiency.efficiencies(rec, category, device)
+    peak = peaks.get(matrix_dtype)
+    if peak is None:
+        peak = peaks[matrix_dtype] = (vector_peak(device, graph_dtype) if matrix_dtype is None
+                                      else matrix_peak(device, matrix_dtype, graph_dtype))
+    time_s, compute, memory, bound = roofline_s(cost.flop, cost.bytes, peak, device.mem_bytes_per_s, compute_eff,
+                                                memory_eff, overhead)
+    sustained_s, bound, energy = power.sustained_op(time_s, compute, memory, overhead, bound, peak, device, cost)
+    return time_s, sustained_s, bound, energy, rec, cost
+
+
+def _plan(part: Part, dtype: str) -> tuple:
     """What `_part_time` reads of each op, the same on every device: (op, its memo slot, count, phase,
-    (phase, category), is a view, "<phase>:view", FLOP x count, bytes x count). Worked out once per part.
+    (phase, category), is a view, "<phase>:view", FLOP x count, bytes x count, the dtype a matrix op computes
+    in (roofline.op_dtype; None for vector work)). Worked out once per part and graph dtype.
     Every view shares one slot: a view launches no kernel, and what it costs (the dispatcher's time, on a
     CPU) is the device's and library's, not the op's (EfficiencyModel.efficiencies); half of a decoder
     graph's ops are views."""
-    return _PLANS.get((part,), (), lambda: tuple(
+    return _PLANS.get((part,), (dtype,), lambda: tuple(
         (op, "view" if op.category == "view" else (id(op.record), op.category, id(op.cost)), op.count,
          op.record.phase, (op.record.phase, op.category), op.category == "view", f"{op.record.phase}:view",
-         op.cost.flop * op.count, op.cost.bytes * op.count)
+         op.cost.flop * op.count, op.cost.bytes * op.count,
+         op_dtype(op.record, dtype) if op.category in MATRIX_CATEGORIES else None)
         for op in part.ops))
 
 
 _PLANS = IdentityMemo(8192)
 _OP_TIMES = IdentityMemo(1024)
-"""Per (device, efficiency, power model, dtype): each op's (burst time, sustained time, energy, record,
-cost) by the identity of its record and cost. Device graphs of other layouts, batches and engines share
+"""Per (device, efficiency, power model, dtype): each op's _time_op result by the identity of its record and
+cost, and the device's peak per dtype. Device graphs of other layouts, batches and engines share
 op objects (planner/workload/device_graph.py, _interned), so a cold `compare` times about half the ops."""
 _PART_TIMES = IdentityMemo()
 """_part_time results by graph part, device, efficiency and power model (planner/memo.py): a sweep or

@@ -335,6 +335,17 @@ def _fused_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
     return out[0]
 
 
+def _rms_norm_results(x: torch.Tensor, weight: torch.Tensor | None, dims: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, rstd) of an RMS norm over the last `dims` dimensions of meta tensor `x`, as empty tensors: y like
+    x at x's dtype promoted with the weight's, rstd [.., 1] fp32. On meta only shapes, dtypes and strides
+    exist, and these are the decomposition's, rstd = rsqrt(x.float().pow(2).mean(dims, keepdim=True) + eps)
+    and y = (x.float() * rstd).to(x.dtype) * weight, without running its nine ops through torch's Python
+    meta kernels (a quarter of a decoder layer's capture). tests/workload/test_capture.py holds them equal."""
+    rstd = torch.empty(tuple(x.shape[:x.dim() - dims]) + (1,) * dims, dtype=torch.float32, device=x.device)
+    dtype = x.dtype if weight is None else torch.promote_types(x.dtype, weight.dtype)
+    return torch.empty_like(x, dtype=dtype), rstd
+
+
 class _FusedRMSNorm(torch.autograd.Function):
     """RMS norm as one kernel each way: y = x·rsqrt(mean(x²) + eps)·w; saves x and rstd [.., 1] fp32."""
 
@@ -342,11 +353,7 @@ class _FusedRMSNorm(torch.autograd.Function):
     def forward(ctx, x, weight, normalized_shape, eps, recorder):
         recorder.paused = True
         try:
-            dims = tuple(range(-len(normalized_shape), 0))
-            rstd = torch.rsqrt(x.float().pow(2).mean(dims, keepdim=True) + (eps or 1e-6))
-            y = (x.float() * rstd).to(x.dtype)
-            if weight is not None:
-                y = y * weight
+            y, rstd = _rms_norm_results(x, weight, len(normalized_shape))
         finally:
             recorder.paused = False
         recorder.synthetic("aten._fused_rms_norm.default", (("input", x), ("normalized_shape", tuple(normalized_shape)),

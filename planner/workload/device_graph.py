@@ -20,7 +20,7 @@ from planner.memo import IdentityMemo
 from planner.workload.capture import OpRecord
 from planner.workload.counting import OpCost, classified, clear_classified
 from planner.workload.engines import get_engine
-from planner.workload.graphs import Workload
+from planner.workload.graphs import Workload, clear_modules
 from planner.workload.lowering import Kernel, clear_unfused, lower
 from planner.workload.parallelism import Parallelism, shard_config
 from planner.workload.rebatch import TP_ANCHORS, NotAffine, clear_anchors, derive_tp, graph_at, tp_derivable
@@ -285,3 +285,4 @@ def clear_capture_caches() -> None:
     clear_anchors()
     clear_classified()  # classifications and single-op kernels of the captures, kept by their identity
     clear_unfused()
+    clear_modules()

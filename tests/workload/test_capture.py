@@ -68,3 +68,30 @@ def test_in_module_equals_dataclasses_replace_for_every_field():
                    ("out",), True)
     assert rec.in_module("layer") == dataclasses.replace(rec, module="layer")
     assert len(dataclasses.fields(OpRecord)) == 8
+
+
+def test_rms_norm_results_are_the_decompositions_on_meta():
+    """_rms_norm_results gives what the decomposition gives, in shape, dtype and strides: contiguous and
+    transposed inputs, a weight of another dtype, no weight, a norm over two dimensions."""
+    from planner.workload.capture import _rms_norm_results
+
+    def decomposed(x, weight, dims):
+        over = tuple(range(-dims, 0))
+        rstd = torch.rsqrt(x.float().pow(2).mean(over, keepdim=True) + 1e-6)
+        y = (x.float() * rstd).to(x.dtype)
+        return (y * weight if weight is not None else y), rstd
+
+    meta = dict(device="meta")
+    cases = [
+        (torch.empty(2, 5, 8, dtype=torch.bfloat16, **meta), torch.empty(8, dtype=torch.bfloat16, **meta), 1),
+        (torch.empty(2, 5, 8, dtype=torch.bfloat16, **meta), torch.empty(8, dtype=torch.float32, **meta), 1),
+        (torch.empty(2, 5, 8, dtype=torch.float16, **meta), None, 1),
+        (torch.empty(5, 2, 8, dtype=torch.bfloat16, **meta).transpose(0, 1), torch.empty(8, dtype=torch.bfloat16, **meta), 1),
+        (torch.empty(2, 4, 8, dtype=torch.float32, **meta), torch.empty(4, 8, dtype=torch.float32, **meta), 2),
+        (torch.empty(3, 8, dtype=torch.bfloat16, **meta), torch.empty(8, dtype=torch.bfloat16, **meta), 1),
+    ]
+    for x, weight, dims in cases:
+        want = decomposed(x, weight, dims)
+        got = _rms_norm_results(x, weight, dims)
+        for a, b in zip(got, want):
+            assert (a.shape, a.dtype, a.stride(), a.storage_offset()) == (b.shape, b.dtype, b.stride(), b.storage_offset())

@@ -1,0 +1,62 @@
+"""planner/predict/timing.py's per-op loop (_time_op) against op_time then PowerModel.sustained_energy_j:
+the same numbers, bit for bit, on devices of every efficiency tier and power model, with and without a
+power limit that slows kernels."""
+
+from dataclasses import replace
+
+import pytest
+
+from planner.predict.context import default_context
+from planner.predict.roofline import MATRIX_CATEGORIES, op_dtype, op_time
+from planner.predict.timing import _time_op
+from planner.workload.device_graph import device_graph
+from planner.workload.engines import get_engine
+from planner.workload.graphs import Workload
+from planner.workload.parallelism import Parallelism
+from planner.workload.zoo import resolve
+
+CTX = default_context()
+# published (h100), transferred (h100-pcie, h800), datasheet (a10g, l4), AMD published (mi300x), a CPU
+DEVICES = ("h100-sxm", "h100-pcie", "a10g", "l4", "mi300x", "epyc-9654")
+GRAPHS = (("llama-3.1-8b", Workload("prefill", 4, 512, dtype="bf16", engine="vllm"), Parallelism(tp=2)),
+          ("llama-3.1-8b", Workload("decode", 8, context_len=1024, dtype="fp8", engine="eager"), Parallelism()),
+          ("resnet50", Workload("training", 16, image_size=224, dtype="bf16"), Parallelism()),
+          ("gpt2", Workload("training", 4, 512, dtype="fp32"), Parallelism()))
+
+
+def _ops(dg):
+    return [op for part in (dg.first, dg.layer, dg.last) for op in part.ops]
+
+
+@pytest.mark.parametrize("limit_fraction", [None, 0.5])
+def test_time_op_equals_op_time_then_sustained_energy(limit_fraction):
+    checked = slowed = 0
+    for model_id, workload, par in GRAPHS:
+        dg = device_graph(resolve(model_id), workload, par)
+        for device_id in DEVICES:
+            device = CTX.device(device_id)
+            if limit_fraction is not None and device.tdp_w:
+                # half the TDP: compute-bound kernels draw more than that and are slowed
+                device = replace(device, power_limit_w=limit_fraction * device.tdp_w)
+            efficiency = CTX.efficiency(device, get_engine(workload.engine).libraries)
+            peaks = {}
+            for op in _ops(dg):
+                matrix_dtype = op_dtype(op.record, dg.dtype) if op.category in MATRIX_CATEGORIES else None
+                try:
+                    burst = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
+                except Exception as exc:  # a device without the dtype's peak: both raise the same
+                    with pytest.raises(type(exc), match=str(exc)[:40]):
+                        _time_op(op, matrix_dtype, dg.dtype, device, efficiency, CTX.power, peaks)
+                    continue
+                got = _time_op(op, matrix_dtype, dg.dtype, device, efficiency, CTX.power, peaks)
+                if burst.bound == "none":
+                    assert got[:4] == (burst.time_s, None, "none", 0.0)
+                    continue
+                t, energy = CTX.power.sustained_energy_j(burst, device, op.cost)
+                assert got[:4] == (burst.time_s, t.time_s, t.bound, energy)  # exact, not approximate
+                assert got[4] is op.record and got[5] is op.cost
+                checked += 1
+                slowed += t.time_s > burst.time_s
+    assert checked > 500
+    # the slowed path is exercised: the measured H100 curve slows large GEMMs even at its TDP (700 W)
+    assert slowed > (100 if limit_fraction is not None else 0)
