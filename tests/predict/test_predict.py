@@ -160,6 +160,27 @@ def test_compare_one_row_per_device_with_fit_first():
     assert frame["fits"].iloc[0]
 
 
+def test_compare_skipping_groups_that_do_not_fit_gives_the_rows_of_predicting_each(monkeypatch):
+    """compare checks a tensor-parallel group's memory before timing it (api._fits) and skips it when a wider
+    group follows; the rows equal those of predicting every group in turn: a group that fits, none that fits
+    (the widest is reported), a device whose wider groups raise after a narrower one did not fit (tpu-v4: its
+    row is that narrower prediction), a device without the dtype (t4, v100: the error)."""
+    import planner.predict.api as api
+
+    devices = ["h100-sxm", "l4", "a10g", "t4", "v100-sxm2-32gb", "tpu-v4", "mi300x", "l40s"]
+    cases = [("llama-2-7b", 512, 512, 128), ("llama-3.1-70b", 64, 1024, 256), ("llama-2-7b", 8, 256, 64)]
+    skipped = []
+    real_fits = api._fits
+    monkeypatch.setattr(api, "_fits", lambda *a: skipped.append(real_fits(*a)) or skipped[-1])
+    with_skips = [compare(m, devices, batch=b, input_len=i, output_len=o) for m, b, i, o in cases]
+    monkeypatch.setattr(api, "_fits", lambda *a: None)  # every group predicted, as before the check
+    every = [compare(m, devices, batch=b, input_len=i, output_len=o) for m, b, i, o in cases]
+    assert skipped.count(False) >= 10  # the check did skip groups
+    for a, b in zip(with_skips, every):
+        assert a.equals(b)
+    assert every[0].set_index("device").loc["tpu-v4", "fits"] == False  # noqa: E712 (a numpy bool)
+
+
 def test_energy_per_job_with_pue_and_carbon_at_the_regional_intensity():
     ctx = default_context()
     site = ctx.catalog.site("us-virginia-colo")
