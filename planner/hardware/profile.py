@@ -39,7 +39,7 @@ from planner.hardware.profile_check import (  # noqa: F401 (SCHEMA: the layout r
     recorded_band,
     transfer_error,
 )
-from planner.hardware.profile_table import KindTable, kind_tables, measurement_rows, rows_by
+from planner.hardware.profile_table import KindTable, kind_tables, measurement_rows, rows_by, rows_by_pair
 from planner.memo import IdentityMemo
 
 PROFILE_ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "calibration"
@@ -315,7 +315,9 @@ def _kind_table(table: KindTable) -> tuple[list[str], np.ndarray | list, np.ndar
         return keys, feats, np.array([[1] * n, m_, n_, k_], dtype=float).T
     if kind == "attention":
         bh, sq, sk, d = (table.column(dim) for dim in ("bh", "sq", "sk", "d"))
-        keys = ["attention:fp32" if dtype == "fp32" else "attention" for dtype in table.column("dtype", None)]
+        dtypes = table.column("dtype", None)
+        keys = ["attention:fp32" if dtype == "fp32" else "attention" for dtype in dtypes] if "fp32" in dtypes else \
+            ["attention"] * n
         feats = np.array([list(map(log2, bh)), list(map(log2, sq)), list(map(log2, sk)), list(map(log2, d)),
                           [1.0 if causal else 0.0 for causal in table.column("causal")],
                           _log2_all(table.column("group", 1))], dtype=float).T
@@ -473,8 +475,7 @@ class ProfileModel:
                 continue
             index, n = table.index, len(table.index)
             keys, feats, shapes = _kind_table(table)
-            time_s = np.array(table.column("time_s"), dtype=float)
-            kernel = np.array([timing == "kernel" for timing in table.column("timing", None)], dtype=bool)
+            time_s, kernel = table.floats("time_s"), table.equals("timing", "kernel")
             if self.after_s_:  # `censored`, by columns
                 keep = kernel | (time_s > self.censored_up_to_s_)
             else:
@@ -484,14 +485,13 @@ class ProfileModel:
             else:
                 fixed = self.floor_s_ + np.where(kernel, 0.0, self.isolated_s_)
             peak = np.zeros(n)
-            for (key, dtype), rows_of in rows_by(zip(keys, table.column("dtype", "fp32"))).items():
+            for (key, dtype), rows_of in rows_by_pair(keys, table.column("dtype", "fp32")).items():
                 matrix = key.startswith(("gemm", "bmm", "attention", "conv", "dw"))
                 if (matrix, dtype) not in peaks:
                     peaks[matrix, dtype] = _dtype_peak(device, dtype) if matrix else _vector_peak(device, dtype)
                 peak[rows_of] = peaks[matrix, dtype] or 0.0
             keep &= peak > 0
-            flop = np.array(table.column("flop"), dtype=float)
-            nbytes = np.array(table.column("bytes"), dtype=float)
+            flop, nbytes = table.floats("flop"), table.floats("bytes")
             for key, rows_of in rows_by(keys).items():
                 rows_of = rows_of[keep[rows_of]]
                 if len(rows_of):

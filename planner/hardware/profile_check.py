@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from planner.errors import ConfigError
 from planner.files import MAX_JSON_DEPTH, finite, json_depth, parse_json, read_text
 from planner.hardware.catalog import KINDS
@@ -185,7 +183,7 @@ def _sound(table: KindTable) -> bool:
             values = table.column(key)
             if not _types(values) <= _NUMBERS:  # type(): a bool, a missing key or a string is refused
                 return False
-            a = np.array(values, dtype=float)  # finite: parse refused what is not; an int past 1e308 raises
+            a = table.floats(key)  # finite: parse refused what is not; an int past 1e308 raises
             positive = (key == "time_s" and kind not in OVERHEADS) or (key == "bytes" and kind in SIZED)
             if not (a > 0 if positive else a >= 0).all() or not (a < math.inf).all():
                 return False
@@ -201,8 +199,7 @@ def _sound(table: KindTable) -> bool:
             allowed = {valid} if kind == needed else {valid, type(table.absent)}
             if not _types(table.column(key)) <= allowed:
                 return False
-        return set(table.column("timing", "event")) <= _TIMING_SET and \
-            set(table.column("align_bytes", 16)) <= _ALIGN_SET
+        return table.value_set("timing", "event") <= _TIMING_SET and table.value_set("align_bytes", 16) <= _ALIGN_SET
     except (TypeError, OverflowError, ValueError):  # an unhashable value, an int beyond a float
         return False
 

@@ -27,7 +27,7 @@ class KindTable:
     """The measurements of one kind: `index` (their positions in the profile, ascending), `rows` (as dicts,
     built on first use for a table of columns), and `column(key)`, each key's values read once."""
 
-    __slots__ = ("_base", "_columns", "_rows", "_source", "absent", "index", "kind")
+    __slots__ = ("_base", "_columns", "_floats", "_rows", "_source", "absent", "index", "kind")
 
     def __init__(self, kind: str, index: np.ndarray, rows: list[dict] | None = None,
                  source: dict[str, list] | None = None):
@@ -36,6 +36,7 @@ class KindTable:
         self.absent = MISSING if rows is not None else None
         self._base: dict[str, list] = {}
         self._columns: dict[tuple, list] = {}
+        self._floats: dict[str, np.ndarray] = {}
 
     @property
     def rows(self) -> list[dict]:
@@ -56,6 +57,30 @@ class KindTable:
             found = self._columns[key, default] = [default if value is absent else value for value in base]
         return found
 
+    def floats(self, key: str) -> np.ndarray:
+        """`key`'s values as a float array, converted once (the check and the fit both read time_s, flop and
+        bytes): every measurement must hold a number there. Not to be written to."""
+        found = self._floats.get(key)
+        if found is None:
+            found = self._floats[key] = np.array(self.column(key), dtype=float)
+        return found
+
+    def value_set(self, key: str, default) -> set:
+        """The distinct values of `key`, `default` where a measurement lacks it: set(column(key, default))
+        without building that column."""
+        values = set(self.column(key))
+        if self.absent in values:
+            values.discard(self.absent)
+            values.add(default)
+        return values
+
+    def equals(self, key: str, value) -> np.ndarray:
+        """A bool per measurement: its `key` is `value` (False where it lacks the key)."""
+        base = self.column(key)
+        if value not in base:  # a published profile's "timing" is absent throughout
+            return np.zeros(len(base), dtype=bool)
+        return np.array([v == value for v in base], dtype=bool)
+
     def _read(self, key: str) -> list:
         if self._rows is not None and self._source is None:
             return [m.get(key, MISSING) for m in self._rows]
@@ -70,12 +95,22 @@ class KindTable:
 
 def rows_by(values) -> dict:
     """Row indices (ascending numpy int arrays) by value, the values in order of first appearance."""
-    values = list(values)
+    values = values if type(values) is list else list(values)
+    if values and values.count(values[0]) == len(values):  # one value (count compares as a dict's keys do)
+        return {values[0]: np.arange(len(values))}
     codes = {value: code for code, value in enumerate(dict.fromkeys(values))}
     if len(codes) == 1:  # a published profile's kind is mostly one key at one dtype
         return {values[0]: np.arange(len(values))}
     coded = np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=len(values))
     return {value: np.flatnonzero(coded == code) for value, code in codes.items()}
+
+
+def rows_by_pair(first: list, second: list) -> dict:
+    """rows_by(zip(first, second)): row indices by (first, second) value pair, without the pairs where
+    each list holds one value (a published profile's kind: one curve at one dtype)."""
+    if first and first.count(first[0]) == len(first) and second.count(second[0]) == len(second):
+        return {(first[0], second[0]): np.arange(len(first))}
+    return rows_by(list(zip(first, second)))
 
 
 def kind_tables(measurements) -> dict[str, KindTable] | None:
@@ -84,7 +119,7 @@ def kind_tables(measurements) -> dict[str, KindTable] | None:
     is not a string (the row-by-row check then says which)."""
     if isinstance(measurements, dict):
         kinds = measurements["kind"]
-        if not all(type(kind) is str for kind in kinds):
+        if not set(map(type, kinds)) <= {str}:
             return None
         return {kind: KindTable(kind, index, source=measurements) for kind, index in rows_by(kinds).items()}
     if not all(type(m) is dict for m in measurements):

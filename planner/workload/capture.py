@@ -27,6 +27,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.module_tracker import ModuleTracker
 
+from planner.workload.meta_ops import elementwise_result
 from planner.workload.quant import Precision
 
 PHASES = ("forward", "backward", "optimizer")
@@ -296,7 +297,9 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
+        out = elementwise_result(func, args, kwargs)  # contiguous meta operands: without torch's Python refs
+        if out is None:
+            out = func(*args, **kwargs)
         if self.paused:
             return out
         names, mutates, is_view = self._schema(func)
