@@ -57,6 +57,16 @@ def read_text(path: str | Path, what: str, max_bytes: int = MAX_FILE_BYTES) -> s
     """The text of a UTF-8 file (a leading BOM dropped). `what` names the file in messages ("--configs",
     "scenario"). Raise ConfigError when it is missing, not a regular file, larger than `max_bytes`,
     or not UTF-8."""
+    return text_of(read_bytes(path, what, max_bytes), path, what)
+
+
+def text_of(data: bytes, path: str | Path, what: str) -> str:
+    """The UTF-8 text of `data`, read from `path`, refused as read_text refuses it."""
+    return decode(data, f"{what} '{_short(Path(path))}'")
+
+
+def read_bytes(path: str | Path, what: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a file, refused as read_text refuses it (missing, not a regular file, too large)."""
     file = Path(path)
     try:
         if not file.exists():
@@ -66,10 +76,9 @@ def read_text(path: str | Path, what: str, max_bytes: int = MAX_FILE_BYTES) -> s
         size = file.stat().st_size
         if size > max_bytes:
             raise ConfigError(f"{what}: '{_short(file)}' is {size:,} bytes; the limit is {max_bytes:,}")
-        data = file.read_bytes()
+        return file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{what}: cannot read '{_short(file)}': {exc.strerror}") from None
-    return decode(data, f"{what} '{_short(file)}'")
 
 
 def decode(data: bytes, what: str) -> str:

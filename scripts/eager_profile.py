@@ -159,7 +159,7 @@ def build(device: str) -> dict:
     raw["measurements"] = kept + added
     raw.pop("leave_one_out", None)  # recomputed below over the measurements as shipped
     if "--no-loo" not in sys.argv:
-        from planner.hardware.profile import fit_report
+        from planner.hardware.fit_report import fit_report
         raw["leave_one_out"] = fit_report(raw)
     return raw
 

@@ -448,7 +448,7 @@ def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Pat
 
     Resumes from `<out>/<device-id>/partial.jsonl` when it holds measurements of the same plan.
     """
-    from planner.hardware.profile import fit_report
+    from planner.hardware.fit_report import fit_report
 
     log = log or (lambda text: print(text, file=sys.stderr))
     budget_s = check_seconds(budget_s, "--budget-s", MAX_BUDGET_S)
@@ -585,7 +585,7 @@ def recheck_profile(path: str | Path, device_spec: str, budget_s: float, log: Ca
 def refit(path: str | Path, log: Callable[[str], None] | None = None) -> dict:
     """Recompute a profile's ceilings and leave-one-out report from its measurements (after the
     efficiency model changes) and rewrite it atomically; return the report."""
-    from planner.hardware.profile import fit_report
+    from planner.hardware.fit_report import fit_report
 
     log = log or (lambda text: print(text, file=sys.stderr))
     file = Path(path)

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from scipy.interpolate import LinearNDInterpolator
 
-from planner.files import read_text
+from planner.files import read_bytes, text_of
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import KindDefaults, wave_efficiencies, wave_efficiency
 from planner.hardware.profile_check import (  # noqa: F401 (SCHEMA: the layout read)
@@ -40,6 +40,7 @@ from planner.hardware.profile_check import (  # noqa: F401 (SCHEMA: the layout r
     transfer_error,
 )
 from planner.hardware.profile_table import KindTable, kind_tables, measurement_rows, rows_by, rows_by_pair
+from planner.hardware.verified import parse_verified
 from planner.memo import IdentityMemo
 
 PROFILE_ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "calibration"
@@ -143,12 +144,16 @@ def _shown_path(path: str) -> str:
 
 
 def read_profile(path: Path) -> Profile:
-    """Load one profile.json and check it (`check_profile`); return the Profile. Raise ConfigError naming
-    the file, and the measurement index where one is bad, when it is not UTF-8 JSON, nests too deep,
-    has an unknown schema, or holds a number that is not finite or out of range."""
-    where = f"calibration profile '{path}'"
-    raw = parse(read_text(path, "calibration profile"), where)
-    tables = check_profile(raw, where, floats_finite=True)  # parse refused every float that is not finite
+    """Load one profile.json and check it (`check_profile`; not again for a shipped profile's bytes the tests
+    checked: verified.py); return the Profile. Raise ConfigError naming the file, and the measurement index
+    where one is bad, when it is not UTF-8 JSON, nests too deep, has an unknown schema, or holds a number that
+    is not finite or out of range."""
+    where, data = f"calibration profile '{path}'", read_bytes(path, "calibration profile")
+    raw = parse_verified(data)
+    tables = kind_tables(raw["measurements"]) if raw is not None else None
+    if raw is None:  # parse refuses every float that is not finite
+        raw = parse(text_of(data, path, "calibration profile"), where)
+        tables = check_profile(raw, where, floats_finite=True)
     return Profile(raw["device_id"], raw["device_name"], raw["kind"], raw.get("properties", {}), raw["ceilings"],
                    measurement_rows(raw["measurements"]), raw["date"], str(path), raw, tables)
 
@@ -557,20 +562,27 @@ class ProfileModel:
         # the interpolation is the device's only where the wave factor is put back: the η a profile
         # measured at these features is read once for every device it is carried to (a cold `compare`
         # looks up 3,467 (op, device) pairs over 1,220 distinct features)
-        curve = self.__dict__.setdefault("curve_memo_", {})
-        if (key, feats) not in curve:
-            model = self.models_.get(key)
-            curve[key, feats] = None if model is None else math.exp(model(feats))
-        eta = curve[key, feats]
+        eta = self.curve_eta(key, feats)
         if eta is None:
             return None
         if shape is not None and device.kind == "gpu":
             eta *= wave_efficiency(_wave_shape(key, shape), self.kind_defaults, device)
         if len(memo) > 100_000:
             memo.clear()
-            curve.clear()
+            self.curve_memo_.clear()
         memo[slot] = eta
         return eta
+
+    def curve_eta(self, key: str, feats: tuple[float, ...]) -> float | None:
+        """η the curve of model `key` gives at `feats`, before any device's wave factor (None where the profile
+        has no such curve); memoized."""
+        curve = self.__dict__.setdefault("curve_memo_", {})
+        if (key, feats) not in curve:
+            if len(curve) > 100_000:
+                curve.clear()
+            model = self.models_.get(key)
+            curve[key, feats] = None if model is None else math.exp(model(feats))
+        return curve[key, feats]
 
 
 def _wave_shape(key: str, shape: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
@@ -579,60 +591,6 @@ def _wave_shape(key: str, shape: tuple[int, int, int, int]) -> tuple[int, int, i
         bh, sq, sk, d = shape
         return bh, sq, d, sk
     return shape
-
-
-def fit_report(raw_profile: dict) -> dict:
-    """Leave-one-out errors of the efficiency model on a profile's own measurements.
-
-    Each measurement is predicted from a model fitted to all the others; error = predicted time /
-    measured time − 1. Returns {"n", "median_abs_error", "p90_abs_error", "by_kind": {...}}.
-    """
-    from planner.hardware.efficiency import load_defaults
-
-    profile = Profile(raw_profile["device_id"], raw_profile["device_name"], raw_profile["kind"],
-                      raw_profile.get("properties", {}), raw_profile["ceilings"], measurement_rows(raw_profile["measurements"]),
-                      raw_profile["date"], "(in memory)", raw_profile)
-    device = profile_device(profile)
-    if device is None or "copy_bytes_per_s" not in profile.ceilings:
-        return {"n": 0, "median_abs_error": float("nan"), "p90_abs_error": float("nan"), "by_kind": {}}
-    defaults = load_defaults().kinds.get(device.kind) or load_defaults().kinds["gpu"]
-    errors: dict[str, list[float]] = {}
-    interior: list[float] = []
-    full = ProfileModel(defaults).fit(profile, device)
-    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for m in profile.measurements:
-        if m["kind"] in ("launch", "view", "h2d"):
-            continue
-        key, feats, _ = _features(m)
-        lo, hi = bounds.get(key, (np.asarray(feats), np.asarray(feats)))
-        bounds[key] = (np.minimum(lo, feats), np.maximum(hi, feats))
-    for i, m in enumerate(profile.measurements):
-        if m["kind"] in ("launch", "view", "h2d") or full.censored(m):
-            continue  # a censored time is the host's: the fit does not use it, nor is it judged by it
-        key, feats, shape = _features(m)
-        measured_eta = full.efficiency_of(m, device)
-        if measured_eta is None or key not in full.models_:
-            continue
-        loo = ProfileModel(defaults).fit(profile, device, exclude=i)
-        if key not in loo.models_:
-            continue
-        predicted = math.exp(loo.models_[key](feats))
-        # time is inversely proportional to η (the overhead part is common to both)
-        error = measured_eta / predicted - 1
-        errors.setdefault(key if key.startswith(("mem", "gemm")) else key.split(":")[0], []).append(error)
-        lo, hi = bounds[key]
-        # a point on the edge of its grid, left out, is an extrapolation the model never makes
-        # inside its grid: the band comes from interior points
-        if np.all((np.asarray(feats) > lo) & (np.asarray(feats) < hi)):
-            interior.append(error)
-    every = [e for es in errors.values() for e in es]
-
-    def stats(values: list[float]) -> dict:
-        a = np.abs(np.asarray(values))
-        return {"n": len(values), "median_abs_error": float(np.median(a)) if len(a) else float("nan"),
-                "p90_abs_error": float(np.percentile(a, 90)) if len(a) else float("nan")}
-
-    return {**stats(every), "interior": stats(interior), "by_kind": {k: stats(v) for k, v in errors.items()}}
 
 
 def profile_device(profile: Profile) -> Device | None:

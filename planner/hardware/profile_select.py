@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from planner.hardware.catalog import Device
-from planner.hardware.efficiency import Defaults, KindDefaults, gemm_shape
-from planner.hardware.profile import Profile, ProfileModel, _log2, profile_device
+from planner.hardware.efficiency import Defaults, KindDefaults, gemm_shape, wave_efficiency
+from planner.hardware.profile import Profile, ProfileModel, _log2, _wave_shape, profile_device
 from planner.hardware.profile_check import own_band, recorded_band, transfer_error
 from planner.memo import IdentityMemo
 from planner.workload.capture import OpRecord
@@ -240,22 +240,35 @@ class ProfileEfficiency:
         if category == "view":
             return 1.0, 1.0, m.view_s_ * self.clock_ratio
         overhead = m.launch_s_ * self.clock_ratio
-        found = self._key(rec, category)
+        # the curve's η and the op's wave shape are the op's and the fitted model's, not the device's: read
+        # once for the profiled device and every neighbour it is transferred to (what predict_eta gives)
+        found = _CURVES.get((rec, m), (category, nbytes), lambda: self._curve(rec, category, nbytes))
         if found is None:
             return self.fallback.efficiencies(rec, category, device, nbytes)
+        eta, wave = found
+        if wave is not None and device.kind == "gpu":
+            eta *= wave_efficiency(wave, m.kind_defaults, device)
+        return eta, eta, overhead
+
+    def _curve(self, rec: OpRecord, category: str, nbytes: float | None) -> tuple[float, tuple | None] | None:
+        """(η the curve gives the op, before the wave factor; the op's wave shape or None), or None where the
+        profile does not time it (the fallback does)."""
+        found = self._key(rec, category)
+        if found is None:
+            return None
         key, feats, shape = found
         if feats is None:  # memory-bound: features from the bytes the kernel moves
             if nbytes is None:
                 nbytes = sum(t.bytes for t in rec.tensors()) + sum(t.bytes for t in rec.outputs)
             feats = (_log2(max(nbytes, 1.0)),)
-        eta = m.predict_eta(key, feats, shape, device)
-        if eta is None:
-            return self.fallback.efficiencies(rec, category, device, nbytes)
-        return eta, eta, overhead
+        eta = self.model.curve_eta(key, feats)
+        return None if eta is None else (eta, None if shape is None else _wave_shape(key, shape))
 
 
 _KEYS = IdentityMemo(65_536)
 """ProfileEfficiency._key by (op record, fitted model, category)."""
+_CURVES = IdentityMemo(65_536)
+"""ProfileEfficiency._curve by (op record, fitted model, category, bytes of a fused kernel)."""
 
 
 def _folder_tier(profiles: Mapping[str, Profile], device_id: str) -> str:

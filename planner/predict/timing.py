@@ -106,7 +106,17 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
     phase_energy: dict[str, float] = {}
     rows = []
     timed, peaks = _OP_TIMES.get((device, efficiency, power), (dg.dtype,), lambda: ({}, {}))
-    for op, slot, count, phase, key, view, view_key, op_flop, op_bytes, matrix_dtype in _plan(part, dg.dtype):
+    ops, views = _plan(part, dg.dtype)
+    if views is not None:
+        first_view, view_launches, kernels = views
+        found = timed.get("view")
+        if found is None:
+            found = timed["view"] = _time_op(first_view, None, dg.dtype, device, efficiency, power, peaks)
+        if found[1] is None:  # views cost this device nothing: the host only dispatches them
+            for key, count in view_launches.items():
+                launches[key] = launches.get(key, 0) + count
+            ops = kernels
+    for op, slot, count, phase, key, view, view_key, op_flop, op_bytes, matrix_dtype in ops:
         if view:
             # no kernel; the host still dispatches it (counted as views, key "<phase>:view")
             launches[view_key] = launches.get(view_key, 0) + count
@@ -163,18 +173,31 @@ def _time_op(op, matrix_dtype: str | None, graph_dtype: str, device: Device, eff
 
 
 def _plan(part: Part, dtype: str) -> tuple:
-    """What `_part_time` reads of each op, the same on every device: (op, its memo slot, count, phase,
-    (phase, category), is a view, "<phase>:view", FLOP x count, bytes x count, the dtype a matrix op computes
-    in (roofline.op_dtype; None for vector work)). Worked out once per part and graph dtype.
-    Every view shares one slot: a view launches no kernel, and what it costs (the dispatcher's time, on a
-    CPU) is the device's and library's, not the op's (EfficiencyModel.efficiencies); half of a decoder
-    graph's ops are views."""
-    return _PLANS.get((part,), (dtype,), lambda: tuple(
+    """What `_part_time` reads of each op, the same on every device, worked out once per part and graph
+    dtype: (entries, views). An entry per op: (op, its memo slot, count, phase, (phase, category), is a view,
+    "<phase>:view", FLOP x count, bytes x count, the dtype a matrix op computes in (roofline.op_dtype; None
+    for vector work)). Every view shares one slot: a view launches no kernel, and what it costs (the
+    dispatcher's time, on a CPU) is the device's and library's, not the op's (EfficiencyModel.efficiencies).
+    Half of a decoder graph's ops are views, and on a GPU they cost nothing: `views` is (the first view op,
+    views dispatched by "<phase>:view", the entries of the other ops), for a device whose views are free to
+    count them at once; None for a part without views."""
+    return _PLANS.get((part,), (dtype,), lambda: _planned(part, dtype))
+
+
+def _planned(part: Part, dtype: str) -> tuple:
+    entries = tuple(
         (op, "view" if op.category == "view" else (id(op.record), op.category, id(op.cost)), op.count,
          op.record.phase, (op.record.phase, op.category), op.category == "view", f"{op.record.phase}:view",
          op.cost.flop * op.count, op.cost.bytes * op.count,
          op_dtype(op.record, dtype) if op.category in MATRIX_CATEGORIES else None)
-        for op in part.ops))
+        for op in part.ops)
+    views = [entry for entry in entries if entry[5]]
+    if not views:
+        return entries, None
+    launches: dict[str, int] = {}
+    for entry in views:
+        launches[entry[6]] = launches.get(entry[6], 0) + entry[2]
+    return entries, (views[0][0], launches, tuple(entry for entry in entries if not entry[5]))
 
 
 _PLANS = IdentityMemo(8192)

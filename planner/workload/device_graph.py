@@ -203,9 +203,14 @@ def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceG
     # then counted by the identity of what it interned to
     counters: dict[str, Counter] = {r: Counter() for r in ROLES}
     held: dict[int, tuple[OpRecord, str, OpCost]] = {}  # keeps each interned op, and so its id, alive here
+    renamed = _RENAMED.get((captured.graph,), (), dict)  # engines that lower an op alike share its kernel record
     for k in kernels(captured.graph, roles, workload.engine):
         share = weights[_layer_index(k.record.module)] if k.role == "layer" and len(weights) > 1 else 1
-        op = _interned(k.record.in_module(k.role), k.category, k.cost)
+        slot = (id(k.record), k.role, k.category, id(k.cost))
+        op = renamed.get(slot)
+        if op is None:
+            op = renamed[slot] = _interned(k.record.in_module(k.role), k.category, k.cost)
+            renamed[slot, "kept"] = (k.record, k.cost)  # their ids stay theirs while the slot is here
         held[id(op)] = op
         counters[k.role][(id(op), k.absorbed)] += share
 
@@ -230,6 +235,11 @@ def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceG
     return DeviceGraph(model, replace(captured.workload, engine=workload.engine), par, config, parts["first"],
                        parts["layer"], parts["last"], num_layers, captured.graph.dtype)
 
+
+_RENAMED = IdentityMemo(256)
+"""Per captured op graph: each kernel's interned (record renamed to its role, category, cost) by the identity
+of its record, role, category and cost. Eager and vLLM lower a graph into mostly the same single-op kernels
+(lowering.py shares their objects): two in five kernels of a cold `compare` are met again here."""
 
 _OPS: dict[tuple[OpRecord, str, OpCost], tuple[OpRecord, str, OpCost]] = {}
 """Each (op record, category, cost) met so far, by value: the first objects that held it."""
@@ -281,6 +291,7 @@ def clear_capture_caches() -> None:
     """Forget the captures too (planner/workload/rebatch.py's anchors included): for a benchmark or a test
     that times or compares capturing."""
     clear_graph_caches()
+    _RENAMED.clear()
     _captured.cache_clear()
     clear_anchors()
     clear_classified()  # classifications and single-op kernels of the captures, kept by their identity

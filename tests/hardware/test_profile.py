@@ -7,7 +7,8 @@ import pytest
 
 from planner.hardware.catalog import load_catalog
 from planner.hardware.efficiency import DatasheetEfficiency, load_defaults, wave_efficiency
-from planner.hardware.profile import Profile, fit_report, load_profiles, profile_device
+from planner.hardware.fit_report import fit_report
+from planner.hardware.profile import Profile, load_profiles, profile_device
 from planner.hardware.profile_select import efficiency_for
 from planner.predict.context import Context, default_context
 from planner.predict.ops import gemm_record
