@@ -311,7 +311,8 @@ def _kind_table(table: KindTable) -> tuple[list[str], np.ndarray | list, np.ndar
                                                                       "align_bytes": align, "m": 1, "n": 1, "k": 1})[0]
             return names[layout, dtype, align, type(align)]
 
-        if len(set(layouts)) == 1 and len({(align, type(align)) for align in aligns}) == 1:  # one key per dtype
+        # one key per dtype where every row has one layout and one alignment (of one type)
+        if layouts.count(layouts[0]) == n and aligns.count(aligns[0]) == n and len(set(map(type, aligns))) == 1:
             by_dtype = {dtype: name(layouts[0], dtype, aligns[0]) for dtype in dict.fromkeys(dtypes)}
             keys = list(map(by_dtype.__getitem__, dtypes))
         else:

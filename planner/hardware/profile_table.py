@@ -106,11 +106,25 @@ def rows_by(values) -> dict:
 
 
 def rows_by_pair(first: list, second: list) -> dict:
-    """rows_by(zip(first, second)): row indices by (first, second) value pair, without the pairs where
-    each list holds one value (a published profile's kind: one curve at one dtype)."""
-    if first and first.count(first[0]) == len(first) and second.count(second[0]) == len(second):
-        return {(first[0], second[0]): np.arange(len(first))}
-    return rows_by(list(zip(first, second)))
+    """rows_by(zip(first, second)): row indices by (first, second) value pair, pairs in order of first
+    appearance, without building the pairs (each list is coded on its own, then the two codes combined)."""
+    if not first:
+        return {}
+    (a, a_values), (b, b_values) = _coded(first), _coded(second)
+    if len(a_values) == len(b_values) == 1:  # a published profile's kind: one curve at one dtype
+        return {(a_values[0], b_values[0]): np.arange(len(first))}
+    pair = a * len(b_values) + b
+    codes, at = np.unique(pair, return_index=True)
+    return {(a_values[code // len(b_values)], b_values[code % len(b_values)]): np.flatnonzero(pair == code)
+            for code in codes[np.argsort(at)].tolist()}
+
+
+def _coded(values: list) -> tuple[np.ndarray, list]:
+    """(a code per value, the distinct values in order of first appearance), values grouped as a dict's keys."""
+    if values.count(values[0]) == len(values):
+        return np.zeros(len(values), dtype=np.int64), [values[0]]
+    codes = {value: code for code, value in enumerate(dict.fromkeys(values))}
+    return np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=len(values)), list(codes)
 
 
 def kind_tables(measurements) -> dict[str, KindTable] | None:

@@ -23,7 +23,18 @@ from planner.workload.engines import get_engine
 from planner.workload.graphs import Workload, clear_modules
 from planner.workload.lowering import Kernel, clear_unfused, lower
 from planner.workload.parallelism import Parallelism, shard_config
-from planner.workload.rebatch import TP_ANCHORS, NotAffine, clear_anchors, derive_tp, graph_at, tp_derivable
+from planner.workload.rebatch import (
+    ANCHORS,
+    TP_ANCHORS,
+    NotAffine,
+    clear_anchors,
+    derivable,
+    derive_record,
+    derive_tp,
+    derive_whole,
+    graph_at,
+    tp_derivable,
+)
 from planner.workload.zoo import Model
 
 ROLES = ("first", "layer", "last")
@@ -196,6 +207,72 @@ def kernels(graph, roles: list[str], engine: str) -> list[Kernel]:
 
 @lru_cache(maxsize=512)
 def _device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceGraph:
+    if derivable(model, workload):
+        try:
+            return _derived_device_graph(model, workload, tp, ep)
+        except NotAffine:
+            pass
+    return _built_device_graph(model, workload, tp, ep)
+
+
+def _derived_device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceGraph:
+    """The device graph at `workload.batch` from the device graphs at the anchor batches 2 and 3, op by op:
+    each lowered op's record and cost along the line between the anchors (rebatch.py: every number of these
+    models' graphs is affine in the batch, and so are the FLOP and bytes counted from them and summed over a
+    fused kernel's ops). What the lowering and the folding of the batch-B graph would give, without deriving
+    its ~120 records, lowering them and interning the kernels: a cold `compare` derives a hundred device
+    graphs. NotAffine where the anchors differ in anything but numbers (an op, its count or fusion, a
+    parameter count), a count is not whole (quantized widths: the caller builds instead), or two ops would
+    coincide. tests/workload/test_device_graph.py holds derived graphs equal to built ones."""
+    two, three = (_device_graph(model, replace(workload, batch=b), tp, ep) for b in ANCHORS)
+    if (two.config, two.num_layers, two.dtype, two.parallelism) != (three.config, three.num_layers, three.dtype,
+                                                                   three.parallelism):
+        raise NotAffine
+    resolved = replace(two.workload, batch=workload.batch)
+    if replace(three.workload, batch=workload.batch) != resolved:
+        raise NotAffine
+    steps, met = workload.batch - ANCHORS[0], {}
+    parts = [_derived_part(p, q, steps, met) for p, q in ((two.first, three.first), (two.layer, three.layer),
+                                                          (two.last, three.last))]
+    return DeviceGraph(model, resolved, two.parallelism, two.config, *parts, two.num_layers, two.dtype)
+
+
+def _derived_part(p: Part, q: Part, steps: int, met: dict) -> Part:
+    if len(p.ops) != len(q.ops) or p.params != q.params:
+        raise NotAffine
+    ops, seen = [], set()
+    for x, y in zip(p.ops, q.ops):
+        if x.category != y.category or x.count != y.count or x.absorbed != y.absorbed:
+            raise NotAffine
+        op = _along(x, y, steps, met)
+        if (id(op), x.absorbed) in seen:  # two ops the built graph would count as one
+            raise NotAffine
+        seen.add((id(op), x.absorbed))
+        ops.append(CostedOp(*op, x.count, x.absorbed))
+    return Part(tuple(ops), p.params, derive_whole(p.saved_bytes, q.saved_bytes, steps))
+
+
+def _along(x: CostedOp, y: CostedOp, steps: int, met: dict) -> tuple[OpRecord, str, OpCost]:
+    """The interned (record, category, cost) `steps` past op `x` on the line to op `y`. Memoized by the
+    identity of the two anchors' interned ops: the device graphs of both decode contexts, of eager and
+    vLLM, share most of their anchor ops, and each is then derived and hashed once per batch."""
+    slot = (id(x.record), id(x.cost), id(y.record), id(y.cost), x.category, steps)
+    found = _ALONG.get(slot)
+    if found is None:
+        a, b = x.cost, y.cost
+        cost = a if a == b else OpCost(derive_whole(a.flop, b.flop, steps), derive_whole(a.bytes_read, b.bytes_read, steps),
+                                       derive_whole(a.bytes_written, b.bytes_written, steps))
+        op = _interned(derive_record(x.record, y.record, steps, met), x.category, cost)
+        if len(_ALONG) >= 200_000:
+            _ALONG.clear()
+        found = _ALONG[slot] = (op, x.record, x.cost, y.record, y.cost)  # the anchors kept: their ids stay theirs
+    return found[0]
+
+
+_ALONG: dict[tuple, tuple] = {}
+
+
+def _built_device_graph(model: Model, workload: Workload, tp: int, ep: int) -> DeviceGraph:
     par = Parallelism(tp=tp, ep=ep)
     config, num_layers, captured, roles, fold, weights = _captured(model, replace(workload, engine="eager"), tp, ep)
     records = captured.graph.records
@@ -292,6 +369,7 @@ def clear_capture_caches() -> None:
     that times or compares capturing."""
     clear_graph_caches()
     _RENAMED.clear()
+    _ALONG.clear()
     _captured.cache_clear()
     clear_anchors()
     clear_classified()  # classifications and single-op kernels of the captures, kept by their identity

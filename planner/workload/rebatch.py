@@ -180,7 +180,25 @@ def _number(x, y, steps):
 # microsecond to build). Equal by value either way, storage and offset included; callers test `is` to
 # know whether anything changed.
 
-def _record(x: OpRecord, y: OpRecord, steps, met: dict) -> OpRecord:
+def derive_record(x: OpRecord, y: OpRecord, steps: int, met: dict) -> OpRecord:
+    """The record of a lowered op `steps` past `x` on the line from `x` (first anchor) to `y` (second): `x`
+    itself where nothing changes; NotAffine where they differ in anything but numbers. Storage offsets are
+    `x`'s: they matter to the lowering only, and a lowered op is interned by value, offsets aside, so the
+    record of an anchor may hold another graph's offsets. `met` memoizes tensors across one graph."""
+    return _record(x, y, steps, met, True)
+
+
+def derive_whole(x: float, y: float, steps: int) -> float:
+    """A count (FLOP, bytes) `steps` past `x` on the line to `y`, where both are whole numbers (exact in a
+    float below 2^53); NotAffine otherwise (fractional bits of a quantized tensor) or where it goes negative."""
+    if x == y:
+        return x
+    if not (float(x).is_integer() and float(y).is_integer()) or max(abs(x), abs(y)) * (steps + 1) >= 2**53:
+        raise NotAffine
+    return _number(x, y, steps)
+
+
+def _record(x: OpRecord, y: OpRecord, steps, met: dict, keep_offsets: bool = False) -> OpRecord:
     if x.op != y.op or x.module != y.module or x.phase != y.phase or len(x.args) != len(y.args) or \
             len(x.outputs) != len(y.outputs):
         raise NotAffine
@@ -190,7 +208,8 @@ def _record(x: OpRecord, y: OpRecord, steps, met: dict) -> OpRecord:
         name, v = pair
         if name != other:
             raise NotAffine
-        d = _tensor(v, w, steps, met) if type(v) is TensorMeta is type(w) else _value(v, w, steps, met)
+        d = _tensor(v, w, steps, met, keep_offsets) if type(v) is TensorMeta is type(w) else \
+            _value(v, w, steps, met, keep_offsets)
         if d is v:
             args.append(pair)
         else:
@@ -198,7 +217,7 @@ def _record(x: OpRecord, y: OpRecord, steps, met: dict) -> OpRecord:
             changed = True
     outputs = []
     for v, w in zip(x.outputs, y.outputs):
-        d = _tensor(v, w, steps, met)
+        d = _tensor(v, w, steps, met, keep_offsets)
         outputs.append(d)
         changed = changed or d is not v
     if not changed:
@@ -207,26 +226,29 @@ def _record(x: OpRecord, y: OpRecord, steps, met: dict) -> OpRecord:
     return OpRecord(x.op, x.packet, x.module, x.phase, tuple(args), tuple(outputs), x.mutates, x.is_view)
 
 
-def _value(v, w, steps, met: dict):
+def _value(v, w, steps, met: dict, keep_offsets: bool = False):
     tv = type(v)
     if tv is not type(w):
         raise NotAffine
     if tv is TensorMeta:
-        return _tensor(v, w, steps, met)
+        return _tensor(v, w, steps, met, keep_offsets)
     if tv is int or tv is float:
         return _number(v, w, steps)
     if tv is tuple:  # mostly sizes: equal whole numbers are kept without a call
         if len(v) != len(w):
             raise NotAffine
-        items = [p if p == q and type(p) is int is type(q) else _value(p, q, steps, met) for p, q in zip(v, w)]
+        items = [p if p == q and type(p) is int is type(q) else _value(p, q, steps, met, keep_offsets)
+                 for p, q in zip(v, w)]
         return v if all(map(is_, items, v)) else tuple(items)
     if v != w:  # None, bool, str: a flag or a name that changes with the batch
         raise NotAffine
     return v
 
 
-def _tensor(v: TensorMeta, w: TensorMeta, steps, met: dict) -> TensorMeta:
+def _tensor(v: TensorMeta, w: TensorMeta, steps, met: dict, keep_offsets: bool = False) -> TensorMeta:
     shape, touched, offset = v.shape, v.touched, v.offset
+    if keep_offsets:
+        w = TensorMeta(w.shape, w.dtype, w.bits, w.touched, w.col_major, w.storage, offset)
     if v.dtype != w.dtype or v.bits != w.bits or v.col_major != w.col_major or len(shape) != len(w.shape):
         raise NotAffine
     if shape == w.shape and touched == w.touched and offset == w.offset:

@@ -14,7 +14,7 @@ from planner.errors import ConfigError
 from planner.hardware.efficiency import load_defaults
 from planner.hardware.profile import PROFILE_ROOT, Profile, ProfileModel, profile_device, read_profile
 from planner.hardware.profile_check import _plainly_sound, _sound, check_profile
-from planner.hardware.profile_table import ColumnRows, kind_tables, measurement_rows, rows_by, to_columns
+from planner.hardware.profile_table import ColumnRows, kind_tables, measurement_rows, rows_by, rows_by_pair, to_columns
 
 ROWS = [
     {"kind": "gemm", "dtype": "bf16", "layout": "nt", "m": 64, "n": 128, "k": 256, "time_s": 1e-5, "flop": 4194304,
@@ -61,6 +61,23 @@ def test_the_columns_clear_a_kind_exactly_when_every_row_is_plainly_sound():
             assert verdict == all(_plainly_sound(m) for m in table.rows), table.rows
             seen[verdict] += 1
     assert seen[True] > 100 and seen[False] > 100  # both verdicts exercised
+
+
+def test_rows_by_pair_groups_as_rows_by_of_the_pairs():
+    """rows_by_pair(a, b) == rows_by(zip(a, b)): the same groups, in the same order, the same rows; values
+    equal as dict keys group together (8 and 8.0), on random lists and edge cases."""
+    import random
+
+    rng = random.Random(7)
+    cases = [([], []), (["g"], ["bf16"]), (["g"] * 5, ["bf16"] * 5), (["g"] * 4, ["bf16", "fp8", "bf16", "fp8"]),
+             ([8, 8.0, 16, 8], ["x", "x", "y", "x"])]
+    for _ in range(200):
+        n = rng.randint(1, 40)
+        cases.append(([rng.choice("abc") for _ in range(n)], [rng.choice([None, "bf16", "fp8", 1]) for _ in range(n)]))
+    for a, b in cases:
+        got, want = rows_by_pair(a, b), rows_by(list(zip(a, b)))
+        assert list(got) == list(want)
+        assert all(got[k].tolist() == want[k].tolist() for k in want)
 
 
 def test_rows_by_keeps_first_appearance_order_and_ascending_rows():

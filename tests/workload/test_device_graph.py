@@ -45,3 +45,44 @@ def test_pipeline_stages_split_the_layers():
     dg = device_graph(resolve("llama-2-7b"), Workload("decode", 1, context_len=64), Parallelism(pp=3))
     # 32 layers over 3 stages: 11, 11, 10
     assert [dg.layers_on_stage(s) for s in range(3)] == [11, 11, 10]
+
+
+DERIVED_CASES = [
+    ("llama-2-7b", Workload("prefill", 9, 96, engine="vllm"), 1),
+    ("llama-2-7b", Workload("decode", 64, context_len=77, engine="eager"), 1),
+    ("llama-2-7b", Workload("decode", 17, context_len=300, engine="vllm"), 4),  # tp 4: derived across widths too
+    ("llama-2-7b", Workload("training", 5, 32, engine="eager"), 1),
+    ("llama-2-7b", Workload("prefill", 8, 64, dtype="quant=fp8", engine="trtllm"), 2),
+    ("llama-3.1-8b", Workload("prefill", 12, 128, dtype="bf16,kv=fp8", engine="sglang"), 1),
+    ("llama-2-7b", Workload("decode", 9, context_len=77, dtype="w4a16", engine="vllm"), 1),
+    ("gemma-2-9b", Workload("prefill", 6, 64, engine="vllm"), 1),
+    ("gpt2", Workload("decode", 32, context_len=50, engine="compile"), 1),
+    ("bert-base", Workload("training", 4, 32), 1),
+    ("resnet50", Workload("inference", 8, image_size=64), 1),
+    ("vit-b-16", Workload("inference", 7), 1),
+]
+
+
+@pytest.mark.parametrize("model_id,workload,tp", DERIVED_CASES,
+                         ids=[f"{m}-{w.mode}-{w.batch}-{w.dtype}-{w.engine}-tp{t}" for m, w, t in DERIVED_CASES])
+def test_a_device_graph_derived_from_the_anchor_batches_equals_the_built_one(model_id, workload, tp):
+    """device_graph._derived_device_graph (each lowered op along the line between the batch-2 and batch-3 device
+    graphs) gives what lowering and folding the batch-B graph gives: the same ops in the same order, counts,
+    fusions, costs, parameters and saved bytes; or it declines (a quantized width) and the graph is built."""
+    from planner.workload.device_graph import _built_device_graph, _derived_device_graph
+    from planner.workload.rebatch import NotAffine
+
+    model = resolve(model_id)
+    built = _built_device_graph(model, workload, tp, 1)
+    try:
+        derived = _derived_device_graph(model, workload, tp, 1)
+    except NotAffine:
+        assert workload.dtype != "bf16"  # only a quantized width (fractional bits) declines here
+        return
+    assert (derived.workload, derived.parallelism, derived.config, derived.num_layers, derived.dtype) == \
+        (built.workload, built.parallelism, built.config, built.num_layers, built.dtype)
+    for a, b in ((derived.first, built.first), (derived.layer, built.layer), (derived.last, built.last)):
+        assert (a.params, a.saved_bytes) == (b.params, b.saved_bytes)
+        assert [(o.record, o.category, o.cost, o.count, o.absorbed) for o in a.ops] == \
+            [(o.record, o.category, o.cost, o.count, o.absorbed) for o in b.ops]
+    assert device_graph(model, workload, Parallelism(tp=tp)).layer.ops == derived.layer.ops
