@@ -293,12 +293,19 @@ def _log2_all(values: list) -> list[float]:
     return list(map(math.log2, values)) if min(values, default=1.0) >= 1e-30 else list(map(_log2, values))
 
 
+def _log2_grid(values: np.ndarray) -> np.ndarray:
+    """math.log2 of each of `values` (whole numbers >= 1: a published profile's shapes, on a grid of a few dozen
+    values per dimension), computed once per distinct value: the same floats as mapping math.log2."""
+    distinct, where = np.unique(values, return_inverse=True)
+    return np.array([math.log2(v) for v in distinct.tolist()], dtype=float)[where.reshape(-1)]
+
+
 def _kind_table(table: KindTable) -> tuple[list[str], np.ndarray | list, np.ndarray]:
     """_features of the measurements of one kind: (model key per row, features per row, wave shape per row
     as an n x 4 float array, 0s where the kind has none). GEMMs and attention, the thousands of rows of a
     published profile, are read by columns (features an n x d array); other kinds row by row (features a
     list of tuples: a kind's rows may belong to keys with other numbers of features)."""
-    log2, kind, n = math.log2, table.kind, len(table.index)
+    kind, n = table.kind, len(table.index)
     if kind == "gemm":
         m_, n_, k_ = table.column("m"), table.column("n"), table.column("k")
         layouts, dtypes, aligns = table.column("layout", "nt"), table.column("dtype"), table.column("align_bytes", 16)
@@ -317,17 +324,19 @@ def _kind_table(table: KindTable) -> tuple[list[str], np.ndarray | list, np.ndar
             keys = list(map(by_dtype.__getitem__, dtypes))
         else:
             keys = [name(*sig) for sig in zip(layouts, dtypes, aligns)]
-        feats = np.array([list(map(log2, m_)), list(map(log2, n_)), list(map(log2, k_))], dtype=float).T
-        return keys, feats, np.array([[1] * n, m_, n_, k_], dtype=float).T
+        sizes = np.array([[1] * n, m_, n_, k_], dtype=float)
+        return keys, np.array([_log2_grid(sizes[1]), _log2_grid(sizes[2]), _log2_grid(sizes[3])]).T, sizes.T
     if kind == "attention":
         bh, sq, sk, d = (table.column(dim) for dim in ("bh", "sq", "sk", "d"))
         dtypes = table.column("dtype", None)
         keys = ["attention:fp32" if dtype == "fp32" else "attention" for dtype in dtypes] if "fp32" in dtypes else \
             ["attention"] * n
-        feats = np.array([list(map(log2, bh)), list(map(log2, sq)), list(map(log2, sk)), list(map(log2, d)),
-                          [1.0 if causal else 0.0 for causal in table.column("causal")],
-                          _log2_all(table.column("group", 1))], dtype=float).T
-        return keys, feats, np.array([bh, sq, d, sk], dtype=float).T  # _wave_shape of attention
+        sizes = np.array([bh, sq, sk, d], dtype=float)
+        groups = np.array(table.column("group", 1), dtype=float)  # whole numbers >= 1 (profile_check)
+        feats = np.array([*map(_log2_grid, sizes), np.array(table.column("causal"), dtype=bool),
+                          _log2_grid(groups) if groups.min(initial=1.0) >= 1e-30 else _log2_all(groups.tolist())],
+                         dtype=float).T
+        return keys, feats, sizes[[0, 1, 3, 2]].T  # _wave_shape of attention: bh, sq, d, sk
     found = [_features(m) for m in table.rows]
     shapes = [_wave_shape(key, shape) if shape is not None else (0, 0, 0, 0) for key, _, shape in found]
     return [key for key, _, _ in found], [feats for _, feats, _ in found], np.array(shapes, dtype=float)
@@ -341,7 +350,8 @@ class _IDW:
     """Inverse-distance weighting of the k nearest points (features standardized)."""
 
     def __init__(self, x: np.ndarray, y: np.ndarray, k: int = 4):
-        self.scale = np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
+        std = x.std(axis=0)
+        self.scale = np.where(std > 0, std, 1.0)
         self.x, self.y, self.k = x / self.scale, y, min(k, len(y))
         # the standardized features by column: a query's squared distance accumulates one feature at a
         # time over arrays of n values (72 kB for a published attention curve's 9,000 points) instead of

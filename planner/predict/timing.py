@@ -99,16 +99,16 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
     """The part's totals on `device` (time, energy, FLOP, bytes, bound, rows, breakdown, phase energy,
     launches, time added by the power limit); rows (OpRow per op) only `with_rows` (the --ops table),
     else empty: a compare or sweep times each new part on each device and never reads them."""
-    time = energy = flop = nbytes = limited = 0.0
+    time = energy = limited = 0.0
     bound: dict[str, float] = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
     launches: dict[str, int] = {}
     breakdown: dict[tuple[str, str], float] = {}
     phase_energy: dict[str, float] = {}
     rows = []
     timed, peaks = _OP_TIMES.get((device, efficiency, power), (dg.dtype,), lambda: ({}, {}))
-    ops, views = _plan(part, dg.dtype)
+    ops, views, kernels, flop, nbytes, kernel_launches = _plan(part, dg.dtype)
     if views is not None:
-        first_view, view_launches, kernels = views
+        first_view, view_launches = views
         found = timed.get("view")
         if found is None:
             found = timed["view"] = _time_op(first_view, None, dg.dtype, device, efficiency, power, peaks)
@@ -116,7 +116,7 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
             for key, count in view_launches.items():
                 launches[key] = launches.get(key, 0) + count
             ops = kernels
-    for op, slot, count, phase, key, view, view_key, op_flop, op_bytes, matrix_dtype in ops:
+    for op, slot, count, phase, key, view, view_key, matrix_dtype in ops:
         if view:
             # no kernel; the host still dispatches it (counted as views, key "<phase>:view")
             launches[view_key] = launches.get(view_key, 0) + count
@@ -128,20 +128,18 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
         op_s = found[1]
         if op_s is None:
             continue
-        e = found[3]
+        op_total_s, e = op_s * count, found[3]
         limited += (op_s - found[0]) * count
-        time += op_s * count
+        time += op_total_s
         energy += e * count
-        flop += op_flop
-        nbytes += op_bytes
-        bound[found[2]] += op_s * count
-        breakdown[key] = breakdown.get(key, 0.0) + op_s * count
+        bound[found[2]] += op_total_s
+        breakdown[key] = breakdown.get(key, 0.0) + op_total_s
         phase_energy[phase] = phase_energy.get(phase, 0.0) + e * count
-        if not view:
-            launches[phase] = launches.get(phase, 0) + count
         if with_rows:
             rows.append(OpRow(op.record.module, op.record.op, op.category, count, op.cost.flop, op.cost.bytes,
                               op_s, found[2], e))
+    for phase, count in kernel_launches.items():  # each kernel op launches one kernel per call
+        launches[phase] = launches.get(phase, 0) + count
     return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches, limited
 
 
@@ -173,14 +171,17 @@ def _time_op(op, matrix_dtype: str | None, graph_dtype: str, device: Device, eff
 
 
 def _plan(part: Part, dtype: str) -> tuple:
-    """What `_part_time` reads of each op, the same on every device, worked out once per part and graph
-    dtype: (entries, views). An entry per op: (op, its memo slot, count, phase, (phase, category), is a view,
-    "<phase>:view", FLOP x count, bytes x count, the dtype a matrix op computes in (roofline.op_dtype; None
-    for vector work)). Every view shares one slot: a view launches no kernel, and what it costs (the
-    dispatcher's time, on a CPU) is the device's and library's, not the op's (EfficiencyModel.efficiencies).
-    Half of a decoder graph's ops are views, and on a GPU they cost nothing: `views` is (the first view op,
-    views dispatched by "<phase>:view", the entries of the other ops), for a device whose views are free to
-    count them at once; None for a part without views."""
+    """What `_part_time` reads of the part, the same on every device, worked out once per part and graph dtype:
+    (entries, views, kernel entries, FLOP, bytes, kernel launches by phase).
+
+    An entry per op: (op, its memo slot, count, phase, (phase, category), is a view, "<phase>:view", the dtype
+    a matrix op computes in (roofline.op_dtype; None for vector work)). Every view shares one slot: a view
+    launches no kernel, and what it costs (the dispatcher's time, on a CPU) is the device's and library's, not
+    the op's (EfficiencyModel.efficiencies). Half of a decoder graph's ops are views, and on a GPU they cost
+    nothing: `views` is (the first view op, views dispatched by "<phase>:view"), for a device whose views are
+    free to count them at once (None for a part without views), and the kernel entries are the others. FLOP
+    and bytes (counts applied) and the kernels launched per phase are summed in op order, as the per-op loop
+    summed them: a view adds neither FLOP nor bytes."""
     return _PLANS.get((part,), (dtype,), lambda: _planned(part, dtype))
 
 
@@ -188,16 +189,22 @@ def _planned(part: Part, dtype: str) -> tuple:
     entries = tuple(
         (op, "view" if op.category == "view" else (id(op.record), op.category, id(op.cost)), op.count,
          op.record.phase, (op.record.phase, op.category), op.category == "view", f"{op.record.phase}:view",
-         op.cost.flop * op.count, op.cost.bytes * op.count,
          op_dtype(op.record, dtype) if op.category in MATRIX_CATEGORIES else None)
         for op in part.ops)
-    views = [entry for entry in entries if entry[5]]
-    if not views:
-        return entries, None
-    launches: dict[str, int] = {}
-    for entry in views:
-        launches[entry[6]] = launches.get(entry[6], 0) + entry[2]
-    return entries, (views[0][0], launches, tuple(entry for entry in entries if not entry[5]))
+    flop = nbytes = 0.0
+    kernel_launches: dict[str, int] = {}
+    view_launches: dict[str, int] = {}
+    first_view = None
+    for op, entry in zip(part.ops, entries):
+        if entry[5]:
+            first_view = first_view or op
+            view_launches[entry[6]] = view_launches.get(entry[6], 0) + entry[2]
+        else:
+            flop += op.cost.flop * op.count
+            nbytes += op.cost.bytes * op.count
+            kernel_launches[entry[3]] = kernel_launches.get(entry[3], 0) + entry[2]
+    views = None if first_view is None else (first_view, view_launches)
+    return entries, views, tuple(entry for entry in entries if not entry[5]), flop, nbytes, kernel_launches
 
 
 _PLANS = IdentityMemo(8192)

@@ -60,3 +60,55 @@ def test_time_op_equals_op_time_then_sustained_energy(limit_fraction):
     assert checked > 500
     # the slowed path is exercised: the measured H100 curve slows large GEMMs even at its TDP (700 W)
     assert slowed > (100 if limit_fraction is not None else 0)
+
+
+def _reference_part_time(part, dg, device, efficiency, power):
+    """A part's totals op by op, as the predictor summed them before it planned parts: op_time, then
+    sustained_energy_j, added in op order (a view that costs nothing only counted as dispatched)."""
+    time = energy = flop = nbytes = limited = 0.0
+    bound = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
+    launches, breakdown, phase_energy = {}, {}, {}
+    for op in part.ops:
+        phase, count, view = op.record.phase, op.count, op.category == "view"
+        if view:
+            launches[f"{phase}:view"] = launches.get(f"{phase}:view", 0) + count
+        burst = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
+        if burst.bound == "none":
+            continue
+        t, e = power.sustained_energy_j(burst, device, op.cost)
+        limited += (t.time_s - burst.time_s) * count
+        time += t.time_s * count
+        energy += e * count
+        flop += op.cost.flop * count
+        nbytes += op.cost.bytes * count
+        bound[t.bound] += t.time_s * count
+        breakdown[(phase, op.category)] = breakdown.get((phase, op.category), 0.0) + t.time_s * count
+        phase_energy[phase] = phase_energy.get(phase, 0.0) + e * count
+        if not view:
+            launches[phase] = launches.get(phase, 0) + count
+    return time, energy, flop, nbytes, bound, breakdown, phase_energy, launches, limited
+
+
+def test_part_time_equals_the_op_by_op_sums_on_gpus_and_cpus():
+    """_part_time (planned parts, views counted at once where free, FLOP and bytes summed once per part)
+    gives the op-by-op sums exactly, on GPUs (views free) and CPUs (views cost the dispatcher's time)."""
+    from planner.predict.timing import _part_time
+
+    checked_cpu = 0
+    for model_id, workload, par in GRAPHS:
+        dg = device_graph(resolve(model_id), workload, par)
+        for device_id in DEVICES:
+            device = CTX.device(device_id)
+            efficiency = CTX.efficiency(device, get_engine(workload.engine).libraries)
+            for part in (dg.first, dg.layer, dg.last):
+                try:
+                    want = _reference_part_time(part, dg, device, efficiency, CTX.power)
+                except Exception:
+                    continue  # a device without the graph's dtype
+                got = _part_time(part, dg, device, efficiency, CTX.power)
+                time, energy, flop, nbytes, bound, _, breakdown, phase_energy, launches, limited = got
+                assert (time, energy, flop, nbytes, bound, breakdown, phase_energy, launches, limited) == want
+                # the phases in the order their first kernel ran (the order host waits are added in)
+                assert [k for k in launches if ":" not in k] == [k for k in want[7] if ":" not in k]
+                checked_cpu += device.kind == "cpu"
+    assert checked_cpu > 0
