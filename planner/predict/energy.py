@@ -125,6 +125,8 @@ class CloudPue:
 
 _CURVES = IdentityMemo(1024)
 """PowerModel.curve_for by (model, device)."""
+_ASK = object()
+"""sustained_op's curve when the caller passes none: PowerModel.curve_for is asked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,13 +222,14 @@ class PowerModel:
         return idle, idle + (device.tdp_w - idle) * min(1.0, load)
 
     def sustained_op(self, time_s: float, compute_s: float, memory_s: float, overhead_s: float, bound: str,
-                     peak_flop_per_s: float, device: Device, cost: OpCost) -> tuple[float, str, float]:
+                     peak_flop_per_s: float, device: Device, cost: OpCost, curve=_ASK) -> tuple[float, str, float]:
         """sustained_energy_j of the OpTime these fields make, as (sustained seconds, its bound, energy J):
         the same arithmetic in the same order, without building an OpTime where the limit does not slow the
-        op (the per-op loop of a new graph in planner/predict/timing.py); the other cases go through it."""
+        op (the per-op loop of a new graph in planner/predict/timing.py); the other cases go through it.
+        `curve`: curve_for(device), where the caller has it."""
         tdp = device.tdp_w
         if tdp and time_s > 0:
-            curve = self.curve_for(device)
+            curve = self.curve_for(device) if curve is _ASK else curve
             if curve is not None:  # _base_and_demand_w with utilization(t, device, cost), cost given
                 scale = tdp / curve.power_limit_w
                 u_c = cost.flop / (time_s * peak_flop_per_s) if peak_flop_per_s > 0 else 0.0

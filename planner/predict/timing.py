@@ -147,8 +147,9 @@ def _time_op(op, matrix_dtype: str | None, graph_dtype: str, device: Device, eff
              power: PowerModel, peaks: dict) -> tuple:
     """(burst seconds, sustained seconds (None: a view that costs nothing), bound, energy J, record, cost) of
     one op: op_time, then PowerModel.sustained_energy_j, by the same arithmetic (roofline.roofline_s,
-    PowerModel.sustained_op) with the device's peak for each dtype read once into `peaks` and no OpTime
-    built per op. The record and cost are kept with the result: the memo's key holds their ids."""
+    PowerModel.sustained_op) with the device's peak for each dtype and its power curve read once into
+    `peaks` and no OpTime built per op. The record and cost are kept with the result: the memo's key holds
+    their ids."""
     rec, category, cost = op.record, op.category, op.cost
     if category == "view" or type(power) is not PowerModel:
         burst = op_time(rec, category, cost, graph_dtype, device, efficiency)
@@ -166,7 +167,10 @@ def _time_op(op, matrix_dtype: str | None, graph_dtype: str, device: Device, eff
                                       else matrix_peak(device, matrix_dtype, graph_dtype))
     time_s, compute, memory, bound = roofline_s(cost.flop, cost.bytes, peak, device.mem_bytes_per_s, compute_eff,
                                                 memory_eff, overhead)
-    sustained_s, bound, energy = power.sustained_op(time_s, compute, memory, overhead, bound, peak, device, cost)
+    curve = peaks.get("curve", peaks)  # the device's power curve, asked once (`peaks` itself: not yet asked)
+    if curve is peaks:
+        curve = peaks["curve"] = power.curve_for(device)
+    sustained_s, bound, energy = power.sustained_op(time_s, compute, memory, overhead, bound, peak, device, cost, curve)
     return time_s, sustained_s, bound, energy, rec, cost
 
 

@@ -245,9 +245,10 @@ def _derived_part(p: Part, q: Part, steps: int, met: dict) -> Part:
         if x.category != y.category or x.count != y.count or x.absorbed != y.absorbed:
             raise NotAffine
         op = _along(x, y, steps, met)
-        if (id(op), x.absorbed) in seen:  # two ops the built graph would count as one
+        key = (id(op[0]), op[1], id(op[2]), x.absorbed)  # interned records and costs are one object per value
+        if key in seen:  # two ops the built graph would count as one
             raise NotAffine
-        seen.add((id(op), x.absorbed))
+        seen.add(key)
         ops.append(CostedOp(*op, x.count, x.absorbed))
     return Part(tuple(ops), p.params, derive_whole(p.saved_bytes, q.saved_bytes, steps))
 
@@ -262,7 +263,9 @@ def _along(x: CostedOp, y: CostedOp, steps: int, met: dict) -> tuple[OpRecord, s
         a, b = x.cost, y.cost
         cost = a if a == b else OpCost(derive_whole(a.flop, b.flop, steps), derive_whole(a.bytes_read, b.bytes_read, steps),
                                        derive_whole(a.bytes_written, b.bytes_written, steps))
-        op = _interned(derive_record(x.record, y.record, steps, met), x.category, cost)
+        record = derive_record(x.record, y.record, steps, met)
+        # an op the batch does not change (a weight's transpose, the rotary table) is the anchor's own
+        op = (x.record, x.category, x.cost) if record is x.record and cost is a else _interned(record, x.category, cost)
         if len(_ALONG) >= 200_000:
             _ALONG.clear()
         found = _ALONG[slot] = (op, x.record, x.cost, y.record, y.cost)  # the anchors kept: their ids stay theirs
