@@ -337,11 +337,20 @@ def _kind_table(table: KindTable) -> tuple[list[str], np.ndarray | list, np.ndar
                           _log2_grid(groups) if groups.min(initial=1.0) >= 1e-30 else _log2_all(groups.tolist())],
                          dtype=float).T
         return keys, feats, sizes[[0, 1, 3, 2]].T  # _wave_shape of attention: bh, sq, d, sk
+    if kind not in _SHAPED:  # memory-bound: (log2 bytes,) under "mem:<kind>" (_features), read by columns
+        if kind == "copy":
+            keys = ["mem:copy" if warm else "mem:copy_cold" for warm in table.column("warm", True)]
+        else:
+            keys = [f"mem:{kind}"] * n
+        return keys, [(_log2(nbytes),) for nbytes in table.column("bytes")], np.zeros((n, 4))
     found = [_features(m) for m in table.rows]
     shapes = [_wave_shape(key, shape) if shape is not None else (0, 0, 0, 0) for key, _, shape in found]
     return [key for key, _, _ in found], [feats for _, feats, _ in found], np.array(shapes, dtype=float)
 
 
+_SHAPED = frozenset({"bmm", "conv", "conv_backward", "batch_norm", "batch_norm_train", "batch_norm_backward",
+                     "depthwise", "depthwise_backward"})
+"""Kinds _features may key by more than their bytes (the others are memory-bound curves of bytes)."""
 _BN_KEYS = {"batch_norm_train": "bn_train", "batch_norm_backward": "bn_backward"}
 _DW_KEYS = {"depthwise": "dw", "depthwise_backward": "dw_backward"}
 

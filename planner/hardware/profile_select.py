@@ -242,7 +242,13 @@ class ProfileEfficiency:
         overhead = m.launch_s_ * self.clock_ratio
         # the curve's η and the op's wave shape are the op's and the fitted model's, not the device's: read
         # once for the profiled device and every neighbour it is transferred to (what predict_eta gives)
-        found = _CURVES.get((rec, m), (category, nbytes), lambda: self._curve(rec, category, nbytes))
+        slot = (id(rec), id(m), category, nbytes)
+        entry = _CURVES.get(slot)
+        if entry is None:
+            if len(_CURVES) >= 65_536:
+                _CURVES.clear()
+            entry = _CURVES[slot] = (self._curve(rec, category, nbytes), rec, m)  # rec and m kept: ids stay theirs
+        found = entry[0]
         if found is None:
             return self.fallback.efficiencies(rec, category, device, nbytes)
         eta, wave = found
@@ -267,8 +273,9 @@ class ProfileEfficiency:
 
 _KEYS = IdentityMemo(65_536)
 """ProfileEfficiency._key by (op record, fitted model, category)."""
-_CURVES = IdentityMemo(65_536)
-"""ProfileEfficiency._curve by (op record, fitted model, category, bytes of a fused kernel)."""
+_CURVES: dict[tuple, tuple] = {}
+"""ProfileEfficiency._curve by the identity of (op record, fitted model), category and bytes of a fused
+kernel, with the record and model it was read for (kept alive: their ids stay theirs)."""
 
 
 def _folder_tier(profiles: Mapping[str, Profile], device_id: str) -> str:
