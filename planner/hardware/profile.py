@@ -536,6 +536,7 @@ class ProfileModel:
             if keep.sum() >= 2:
                 self.models_[key] = _Interpolator(x[keep], np.log(eta[keep]),
                                                   key.startswith("gemm"))
+        self.keys_ = frozenset(self.models_)  # which curve an op reads depends on these alone (profile_select)
         return self
 
     @property

@@ -203,9 +203,10 @@ class ProfileEfficiency:
 
     def _key(self, rec: OpRecord, category: str) -> tuple[str, tuple[float, ...] | None, object] | None:
         """(model key, features or None for memory-bound, wave shape) of an op the profile covers.
-        Memoized by the op and the fitted model: the key is the curve's, not the device's, so a part
-        timed on a profiled device and on each neighbour it is transferred to reads it once."""
-        return _KEYS.get((rec, self.model), (category,), lambda: self._find_key(rec, category))
+        Memoized by the op and the set of curves the fitted model holds (what _find_key reads of it): the
+        key is not the device's, so a part timed on a profiled device, on each neighbour it is transferred
+        to and on other profiles of the same curves (H100, H200, L40S) reads it once."""
+        return _KEYS.get((rec,), (category, self.model.keys_), lambda: self._find_key(rec, category))
 
     def _find_key(self, rec: OpRecord, category: str) -> tuple[str, tuple[float, ...] | None, object] | None:
         m = self.model
@@ -272,7 +273,7 @@ class ProfileEfficiency:
 
 
 _KEYS = IdentityMemo(65_536)
-"""ProfileEfficiency._key by (op record, fitted model, category)."""
+"""ProfileEfficiency._key by (op record, category, the fitted model's curve keys)."""
 _CURVES: dict[tuple, tuple] = {}
 """ProfileEfficiency._curve by the identity of (op record, fitted model), category and bytes of a fused
 kernel, with the record and model it was read for (kept alive: their ids stay theirs)."""
