@@ -244,11 +244,11 @@ class ProfileEfficiency:
         # the curve's η and the op's wave shape are the op's and the fitted model's, not the device's: read
         # once for the profiled device and every neighbour it is transferred to (what predict_eta gives)
         slot = (id(rec), id(m), category, nbytes)
-        entry = _CURVES.get(slot)
+        entry = _ETAS.get(slot)
         if entry is None:
-            if len(_CURVES) >= 65_536:
-                _CURVES.clear()
-            entry = _CURVES[slot] = (self._curve(rec, category, nbytes), rec, m)  # rec and m kept: ids stay theirs
+            if len(_ETAS) >= 65_536:
+                _ETAS.clear()
+            entry = _ETAS[slot] = (self._curve(rec, category, nbytes), rec, m)  # rec and m kept: ids stay theirs
         found = entry[0]
         if found is None:
             return self.fallback.efficiencies(rec, category, device, nbytes)
@@ -274,7 +274,7 @@ class ProfileEfficiency:
 
 _KEYS = IdentityMemo(65_536)
 """ProfileEfficiency._key by (op record, category, the fitted model's curve keys)."""
-_CURVES: dict[tuple, tuple] = {}
+_ETAS: dict[tuple, tuple] = {}
 """ProfileEfficiency._curve by the identity of (op record, fitted model), category and bytes of a fused
 kernel, with the record and model it was read for (kept alive: their ids stay theirs)."""
 

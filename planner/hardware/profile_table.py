@@ -99,8 +99,6 @@ def rows_by(values) -> dict:
     if values and values.count(values[0]) == len(values):  # one value (count compares as a dict's keys do)
         return {values[0]: np.arange(len(values))}
     codes = {value: code for code, value in enumerate(dict.fromkeys(values))}
-    if len(codes) == 1:  # a published profile's kind is mostly one key at one dtype
-        return {values[0]: np.arange(len(values))}
     coded = np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=len(values))
     return {value: np.flatnonzero(coded == code) for value, code in codes.items()}
 

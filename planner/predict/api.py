@@ -411,26 +411,22 @@ def _best_row(ctx, model, device, mode, batch, input_len, output_len, seq_len, i
     last_error = None
     prediction = None
     candidates = tp_candidates(ctx, model, device)
-    skipped: list[Request] = []  # groups that do not fit, not yet predicted: a wider one is tried next
+    # the groups tried so far, in order, with their predictions (None: skipped, as its memory does not fit
+    # and a wider group follows; its prediction would be discarded)
+    tried: list[tuple[Request, Prediction | None]] = []
     for tp in candidates:
         req = Request(model.name, device.id, mode, gpus=tp, tp=tp, batch=batch, input_len=input_len,
                       output_len=output_len, seq_len=seq_len, image_size=image_size, dtype=dtype, pricing=pricing,
                       **training)
         if tp != candidates[-1] and _fits(req, ctx, model) is False:
-            skipped.append(req)
+            tried.append((req, None))
             continue
         try:
             prediction = predict(req, ctx, model)
+            tried.append((req, prediction))
         except PlannerError as exc:
             last_error = str(exc)
-            # the row the loop gives when every group is predicted in turn: the last that did not fit,
-            # or the first error met on the way
-            for earlier in skipped:
-                try:
-                    prediction = predict(earlier, ctx, model)
-                except PlannerError as first:
-                    last_error = str(first)
-                    break
+            prediction, last_error = _in_turn(tried, ctx, model, last_error)
             break
         if prediction.fits:
             instance = cheapest_instance(ctx.catalog, device, pricing, tp, tp)
@@ -446,6 +442,20 @@ def _best_row(ctx, model, device, mode, batch, input_len, output_len, seq_len, i
     if prediction is None:
         return {**base, "note": last_error}
     return {**base, **summary_row(prediction)}
+
+
+def _in_turn(tried: list, ctx: Context, model: Model, error: str) -> tuple[Prediction | None, str]:
+    """(prediction, error) of `_best_row` had it predicted each group in `tried` in turn before the one that
+    raised `error`: the last prediction before the first error met, the skipped groups predicted now."""
+    prediction = None
+    for req, done in tried:
+        if done is None:
+            try:
+                done = predict(req, ctx, model)
+            except PlannerError as first:
+                return prediction, str(first)
+        prediction = done
+    return prediction, error
 
 
 def _fits(req: Request, ctx: Context, model: Model) -> bool | None:

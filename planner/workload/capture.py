@@ -344,7 +344,9 @@ def _rms_norm_results(x: torch.Tensor, weight: torch.Tensor | None, dims: int) -
     exist, and these are the decomposition's, rstd = rsqrt(x.float().pow(2).mean(dims, keepdim=True) + eps)
     and y = (x.float() * rstd).to(x.dtype) * weight, without running its nine ops through torch's Python
     meta kernels (a quarter of a decoder layer's capture). tests/workload/test_capture.py holds them equal."""
-    rstd = torch.empty(tuple(x.shape[:x.dim() - dims]) + (1,) * dims, dtype=torch.float32, device=x.device)
+    # mean over no dimension (an empty normalized shape) is torch's mean over all of them
+    kept = tuple(x.shape[:x.dim() - dims]) if dims else ()
+    rstd = torch.empty(kept + (1,) * (dims or x.dim()), dtype=torch.float32, device=x.device)
     dtype = x.dtype if weight is None else torch.promote_types(x.dtype, weight.dtype)
     return torch.empty_like(x, dtype=dtype), rstd
 

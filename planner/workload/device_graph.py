@@ -20,7 +20,7 @@ from planner.memo import IdentityMemo
 from planner.workload.capture import OpRecord
 from planner.workload.counting import OpCost, classified, clear_classified
 from planner.workload.engines import get_engine
-from planner.workload.graphs import Workload, clear_modules
+from planner.workload.graphs import Workload, clear_modules, resolve_workload
 from planner.workload.lowering import Kernel, clear_unfused, lower
 from planner.workload.parallelism import Parallelism, shard_config
 from planner.workload.rebatch import (
@@ -224,16 +224,20 @@ def _derived_device_graph(model: Model, workload: Workload, tp: int, ep: int) ->
     graphs. NotAffine where the anchors differ in anything but numbers (an op, its count or fusion, a
     parameter count), a count is not whole (quantized widths: the caller builds instead), or two ops would
     coincide. tests/workload/test_device_graph.py holds derived graphs equal to built ones."""
+    # resolved at its own batch: the limits (batch, tokens per step) are checked as a built graph checks them
+    resolved = replace(resolve_workload(model, replace(workload, engine="eager")), engine=workload.engine)
     two, three = (_device_graph(model, replace(workload, batch=b), tp, ep) for b in ANCHORS)
     if (two.config, two.num_layers, two.dtype, two.parallelism) != (three.config, three.num_layers, three.dtype,
                                                                    three.parallelism):
         raise NotAffine
-    resolved = replace(two.workload, batch=workload.batch)
-    if replace(three.workload, batch=workload.batch) != resolved:
+    if replace(two.workload, batch=workload.batch) != resolved or replace(three.workload, batch=workload.batch) \
+            != resolved:
         raise NotAffine
-    steps, met = workload.batch - ANCHORS[0], {}
+    steps, met, clears = workload.batch - ANCHORS[0], {}, _CLEARS[0]
     parts = [_derived_part(p, q, steps, met) for p, q in ((two.first, three.first), (two.layer, three.layer),
                                                           (two.last, three.last))]
+    if _CLEARS[0] != clears:  # the interned ops were forgotten on the way: equal ops may be other objects
+        raise NotAffine
     return DeviceGraph(model, resolved, two.parallelism, two.config, *parts, two.num_layers, two.dtype)
 
 
@@ -261,7 +265,8 @@ def _along(x: CostedOp, y: CostedOp, steps: int, met: dict) -> tuple[OpRecord, s
     found = _ALONG.get(slot)
     if found is None:
         a, b = x.cost, y.cost
-        cost = a if a == b else OpCost(derive_whole(a.flop, b.flop, steps), derive_whole(a.bytes_read, b.bytes_read, steps),
+        cost = a if a == b else OpCost(derive_whole(a.flop, b.flop, steps),
+                                       derive_whole(a.bytes_read, b.bytes_read, steps),
                                        derive_whole(a.bytes_written, b.bytes_written, steps))
         record = derive_record(x.record, y.record, steps, met)
         # an op the batch does not change (a weight's transpose, the rotary table) is the anchor's own
@@ -333,10 +338,17 @@ def _interned(rec: OpRecord, category: str, cost: OpCost) -> tuple[OpRecord, str
     key = (rec, category, cost)
     found = _OPS.get(key)
     if found is None:
-        if len(_OPS) >= 200_000:
+        if len(_OPS) >= 200_000:  # start over, with what holds interned objects by identity
             _OPS.clear()
+            _ALONG.clear()
+            _RENAMED.clear()
+            _CLEARS[0] += 1
         found = _OPS[key] = key
     return found
+
+
+_CLEARS = [0]
+"""How often _OPS started over: a derived device graph built across a clear is built again instead."""
 
 
 def _params_outside_layers(captured) -> int:

@@ -316,8 +316,10 @@ def clear_modules() -> None:
     _serving_module.cache_clear()
 
 
-def build_inputs(model: Model, workload: Workload, device: str = "meta"):
-    """Build the module and its inputs for a resolved workload, on meta unless told otherwise.
+def build_inputs(model: Model, workload: Workload, device: str = "meta", reuse: bool = False):
+    """Build the module and its inputs for a resolved workload, on meta unless told otherwise; `reuse`: a
+    capture's, which may share one meta module of a zoo decoder with the other inference captures
+    (_serving_module: it must not be changed).
 
     Returns (module, args, kwargs, labels): the module in the workload's capture dtype and in
     train or eval mode; labels is None except for training decoders and vision models. On a real
@@ -325,7 +327,7 @@ def build_inputs(model: Model, workload: Workload, device: str = "meta"):
     """
     w = workload
     dt = precision(w.dtype)
-    if device == "meta" and _reusable(model, w):
+    if reuse and device == "meta" and _reusable(model, w):
         module, inputs = _serving_module(model, dt.capture), ()
     else:
         with torch.device(device):
@@ -376,7 +378,7 @@ def build_graph(model: Model, workload: Workload) -> WorkloadGraph:
     """Capture the op graph of `workload` on `model` (meta tensors: nothing is allocated)."""
     w = resolve_workload(model, workload)
     dt = precision(w.dtype)
-    module, args, kwargs, labels = build_inputs(model, w)
+    module, args, kwargs, labels = build_inputs(model, w, reuse=True)
     training = w.mode == "training"
     amp = training and w.mixed_precision == "amp"
     if amp:  # fp32 weights and inputs; the forward casts as autocast does (planner/workload/amp.py)

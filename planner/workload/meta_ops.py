@@ -7,8 +7,9 @@ embedding, the residual adds, the gated MLP's product), a third of its time. On 
 shape, dtype and strides exist, and for operands that are all contiguous they are known in closed form:
 the broadcast shape, the promoted dtype (torch.result_type) and contiguous strides (TensorIterator keeps
 its operands' layout, and theirs is the contiguous one). Contiguous here means torch.empty's strides for
-the shape, a dimension of size 1 included: torch's is_contiguous ignores those, and the result keeps them. Everything else, a strided or channels-last
-operand, an `out=` or in-place variant, an op not listed, goes to torch.
+the shape, a dimension of size 1 included: torch's is_contiguous ignores those, and the result keeps
+them. Everything else, a strided or channels-last operand, an `out=` or in-place variant, an op not
+listed, goes to torch.
 
 tests/workload/test_meta_ops.py checks every result made here against torch's own, shape, strides and
 dtype, over the captures of the zoo's model families, modes and precisions.

@@ -181,6 +181,26 @@ def test_compare_skipping_groups_that_do_not_fit_gives_the_rows_of_predicting_ea
     assert every[0].set_index("device").loc["tpu-v4", "fits"] == False  # noqa: E712 (a numpy bool)
 
 
+def test_in_turn_gives_the_last_prediction_before_the_first_error(monkeypatch):
+    """api._in_turn: the row of predicting every group in order, where some were skipped: the skipped ones
+    are predicted now; the last prediction before the first error is kept, with that error."""
+    import planner.predict.api as api
+    from planner.errors import UnsupportedError
+
+    def fake(req, ctx, model):
+        if req == "raises":
+            raise UnsupportedError("first error")
+        return f"predicted {req}"
+
+    monkeypatch.setattr(api, "predict", fake)
+    # A skipped, B predicted (did not fit), then the group that raised "later": B's prediction, "later"
+    assert api._in_turn([("A", None), ("B", "B's")], None, None, "later") == ("B's", "later")
+    # A skipped and predicted now, then a skipped group that raises first: A's prediction, its error
+    assert api._in_turn([("A", None), ("raises", None), ("C", "C's")], None, None, "later") == \
+        ("predicted A", "first error")
+    assert api._in_turn([], None, None, "later") == (None, "later")
+
+
 def test_energy_per_job_with_pue_and_carbon_at_the_regional_intensity():
     ctx = default_context()
     site = ctx.catalog.site("us-virginia-colo")

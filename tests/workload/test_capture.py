@@ -95,3 +95,15 @@ def test_rms_norm_results_are_the_decompositions_on_meta():
         got = _rms_norm_results(x, weight, dims)
         for a, b in zip(got, want):
             assert (a.shape, a.dtype, a.stride(), a.storage_offset()) == (b.shape, b.dtype, b.stride(), b.storage_offset())
+
+
+def test_rms_norm_results_over_an_empty_normalized_shape():
+    """An empty normalized shape: the decomposition's mean over no dimension is torch's mean over all of
+    them, so rstd has every dimension of size 1."""
+    from planner.workload.capture import _rms_norm_results
+
+    x = torch.empty(2, 3, 4, dtype=torch.bfloat16, device="meta")
+    y, rstd = _rms_norm_results(x, None, 0)
+    want = torch.rsqrt(x.float().pow(2).mean((), keepdim=True) + 1e-6)
+    assert (tuple(rstd.shape), rstd.stride(), rstd.dtype) == (tuple(want.shape), want.stride(), want.dtype)
+    assert (tuple(y.shape), y.dtype) == ((2, 3, 4), torch.bfloat16)

@@ -86,3 +86,30 @@ def test_a_device_graph_derived_from_the_anchor_batches_equals_the_built_one(mod
         assert [(o.record, o.category, o.cost, o.count, o.absorbed) for o in a.ops] == \
             [(o.record, o.category, o.cost, o.count, o.absorbed) for o in b.ops]
     assert device_graph(model, workload, Parallelism(tp=tp)).layer.ops == derived.layer.ops
+
+
+@pytest.mark.parametrize("workload,what", [
+    (Workload("decode", 2**20 + 1, context_len=8, engine="vllm"), "batch"),  # past LIMITS["batch"]
+    (Workload("decode", 2**20, context_len=4096, engine="vllm"), "tokens"),  # 2^20 x 4097 > 2^32 in one step
+])
+def test_a_derived_device_graph_keeps_the_limits_of_a_built_one(workload, what):
+    """A device graph at a batch past the anchors is resolved at its own batch: a batch or a step of tokens
+    over the limits is refused there as a built graph refuses it, not derived from the anchors below them."""
+    from planner.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=what):
+        device_graph(resolve("llama-2-7b"), workload)
+
+
+@pytest.mark.parametrize("batch", [512, 1000])
+def test_derived_device_graphs_at_large_batches_equal_the_built_ones(batch):
+    """The fusions of the anchors hold at large batches too (decode and prefill, eager and vLLM)."""
+    from planner.workload.device_graph import _built_device_graph, _derived_device_graph
+
+    model = resolve("llama-3.1-8b")
+    for workload in (Workload("decode", batch, context_len=600, engine="vllm"),
+                     Workload("prefill", batch, 16, engine="eager")):
+        built, derived = _built_device_graph(model, workload, 1, 1), _derived_device_graph(model, workload, 1, 1)
+        for a, b in ((derived.first, built.first), (derived.layer, built.layer), (derived.last, built.last)):
+            assert [(o.record, o.category, o.cost, o.count, o.absorbed) for o in a.ops] == \
+                [(o.record, o.category, o.cost, o.count, o.absorbed) for o in b.ops]
