@@ -276,7 +276,9 @@ _KEYS = IdentityMemo(65_536)
 """ProfileEfficiency._key by (op record, category, the fitted model's curve keys)."""
 _ETAS: dict[tuple, tuple] = {}
 """ProfileEfficiency._curve by the identity of (op record, fitted model), category and bytes of a fused
-kernel, with the record and model it was read for (kept alive: their ids stay theirs)."""
+kernel, with the record and model it was read for (kept alive: their ids stay theirs). IdentityMemo's
+semantics in a plain dict: it is read once per op and device, where building IdentityMemo's key and
+closure would cost as much as the lookup."""
 
 
 def _folder_tier(profiles: Mapping[str, Profile], device_id: str) -> str:

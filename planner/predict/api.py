@@ -460,8 +460,8 @@ def _in_turn(tried: list, ctx: Context, model: Model, error: str) -> tuple[Predi
 
 def _fits(req: Request, ctx: Context, model: Model) -> bool | None:
     """Whether `req`'s memory fits its devices, from its graph without timing it: False lets `compare` skip a
-    group whose prediction it would discard (a third of a cold `compare`'s predictions on the zoo's 7B models
-    at batches up to 512). LLM serving at a fixed batch only; None where it is not worked out, or the request
+    group whose prediction it would discard (132 of the 506 predictions of benchmarks/predict_speed.py's cold
+    `compare`: Llama-2-7B on every device at batches up to 512). LLM serving at a fixed batch only; None where it is not worked out, or the request
     raises (its prediction then raises the same)."""
     if req.mode != "inference" or model.family != "decoder" or not isinstance(req.batch, int):
         return None

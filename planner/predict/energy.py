@@ -207,16 +207,17 @@ class PowerModel:
 
     def _base_and_demand_w(self, t: OpTime, device: Device, cost: OpCost | None) -> tuple[float, float]:
         """(power with no work, power the op would draw with no limit), W."""
-        curve = self.curve_for(device)
+        return self._demand_w(t.time_s, t.compute_s, t.memory_s, t.peak_flop_per_s, device, cost,
+                              self.curve_for(device))
+
+    def _demand_w(self, time_s: float, compute_s: float, memory_s: float, peak_flop_per_s: float, device: Device,
+                  cost: OpCost | None, curve: PowerCurve | None) -> tuple[float, float]:
+        """_base_and_demand_w of an op's fields, with `device`'s curve (curve_for) given."""
         if curve is not None:  # a transferred curve is scaled by TDP / the measured device's TDP
             scale = device.tdp_w / curve.power_limit_w
-            u_c, u_m = utilization(t, device, cost)
+            u_c, u_m = _utilization(time_s, compute_s, memory_s, peak_flop_per_s, device, cost)
             return scale * curve.idle_w, scale * (curve.idle_w + curve.compute_range_w * u_c
                                                   + curve.memory_range_w * u_m)
-        return self._datasheet_w(t.time_s, t.compute_s, t.memory_s, device)
-
-    def _datasheet_w(self, time_s: float, compute_s: float, memory_s: float, device: Device) -> tuple[float, float]:
-        """_base_and_demand_w on the datasheet fractions, W."""
         idle = self.idle_w(device)
         load = self.compute_fraction * compute_s / time_s + self.memory_fraction * memory_s / time_s
         return idle, idle + (device.tdp_w - idle) * min(1.0, load)
@@ -230,16 +231,7 @@ class PowerModel:
         tdp = device.tdp_w
         if tdp and time_s > 0:
             curve = self.curve_for(device) if curve is _ASK else curve
-            if curve is not None:  # _base_and_demand_w with utilization(t, device, cost), cost given
-                scale = tdp / curve.power_limit_w
-                u_c = cost.flop / (time_s * peak_flop_per_s) if peak_flop_per_s > 0 else 0.0
-                bw = device.mem_bytes_per_s
-                u_m = cost.bytes / (time_s * bw) if bw > 0 else 0.0
-                base = scale * curve.idle_w
-                demand = scale * (curve.idle_w + curve.compute_range_w * min(1.0, u_c)
-                                  + curve.memory_range_w * min(1.0, u_m))
-            else:
-                base, demand = self._datasheet_w(time_s, compute_s, memory_s, device)
+            base, demand = self._demand_w(time_s, compute_s, memory_s, peak_flop_per_s, device, cost, curve)
             limit = device.power_limit_w or tdp  # limit_w
             if not (bound not in ("none", "overhead") and limit > base and demand > limit):
                 return time_s, bound, min(limit, demand) * time_s
@@ -309,10 +301,15 @@ class PowerModel:
 def utilization(t: OpTime, device: Device, cost: OpCost | None) -> tuple[float, float]:
     """(u_c, u_m) of an op timed `t`: achieved FLOP/s over the peak the roofline used and achieved
     bytes/s over the memory bandwidth, each at most 1."""
+    return _utilization(t.time_s, t.compute_s, t.memory_s, t.peak_flop_per_s, device, cost)
+
+
+def _utilization(time_s: float, compute_s: float, memory_s: float, peak_flop_per_s: float, device: Device,
+                 cost: OpCost | None) -> tuple[float, float]:
     if cost is None:
-        return min(1.0, t.compute_s / t.time_s), min(1.0, t.memory_s / t.time_s)
-    u_c = cost.flop / (t.time_s * t.peak_flop_per_s) if t.peak_flop_per_s > 0 else 0.0
-    u_m = cost.bytes / (t.time_s * device.mem_bytes_per_s) if device.mem_bytes_per_s > 0 else 0.0
+        return min(1.0, compute_s / time_s), min(1.0, memory_s / time_s)
+    u_c = cost.flop / (time_s * peak_flop_per_s) if peak_flop_per_s > 0 else 0.0
+    u_m = cost.bytes / (time_s * device.mem_bytes_per_s) if device.mem_bytes_per_s > 0 else 0.0
     return min(1.0, u_c), min(1.0, u_m)
 
 

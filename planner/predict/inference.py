@@ -111,7 +111,7 @@ def _llm_copy(target: Target, model: Model, par: Parallelism, batch: int, input_
     """One model copy serving `batch` requests: (ttft, prefill busy and energy per stage, tpot, decode busy
     and energy per stage (means of the first and last step), memory per device, KV tokens that fit).
     Nothing here reads dp, the price or the utilization (par.dp only replicates the copy)."""
-    prefill = device_graph(model, Workload("prefill", batch, input_len, dtype=dtype, engine=engine), par)
+    prefill = _prefill(model, par, batch, input_len, dtype, engine)
     ttft, busy, energy = pass_time(target, prefill, batch * input_len)
     tpot = 0.0
     decode_busy, decode_energy = [0.0] * par.pp, [0.0] * par.pp
@@ -122,21 +122,33 @@ def _llm_copy(target: Target, model: Model, par: Parallelism, batch: int, input_
         tpot = sum(p[0] for p in passes) / 2
         decode_busy = [sum(p[1][s] for p in passes) / 2 for s in range(par.pp)]
         decode_energy = [sum(p[2][s] for p in passes) / 2 for s in range(par.pp)]
-    memory = serving_memory(prefill, batch, input_len + output_len, target.device, target.defaults)
+    memory = _memory(target, prefill, batch, input_len, output_len)  # after the timing: its errors come first
     capacity = kv_capacity_tokens(prefill, target.device, target.defaults)  # KV tokens that fit per model copy
     return ttft, tuple(busy), tuple(energy), tpot, tuple(decode_busy), tuple(decode_energy), memory, capacity
 
 
+def _prefill(model: Model, par: Parallelism, batch: int, input_len: int, dtype: str, engine: str) -> DeviceGraph:
+    return device_graph(model, Workload("prefill", batch, input_len, dtype=dtype, engine=engine), par)
+
+
+def _memory(target: Target, prefill: DeviceGraph, batch: int, input_len: int, output_len: int):
+    """Memory per device to serve `batch` sequences of input + output tokens (memory.serving_memory)."""
+    return serving_memory(prefill, batch, input_len + output_len, target.device, target.defaults)
+
+
 def llm_fits(target: Target, model: Model, par: Parallelism, batch: int, input_len: int | None, output_len: int,
              dtype: str, engine: str) -> bool:
-    """Whether serving `batch` requests fits in memory: the `fits` of what _llm predicts (the same
-    serving_memory of the same prefill graph), without timing a graph."""
+    """Whether serving `batch` requests fits in memory: the `fits` of what _llm predicts (the same memory of
+    the same prefill graph), without timing a graph. Raises as predict_inference would on the same values."""
     validate(par, model.family, model.config)
     input_len = prompt_len(model, input_len, output_len, dtype)
-    if isinstance(batch, bool) or batch < 1:
+    _check_batch(batch)
+    return _memory(target, _prefill(model, par, batch, input_len, dtype, engine), batch, input_len, output_len).fits
+
+
+def _check_batch(batch) -> None:
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ConfigError(f"--batch must be a positive integer or 'auto', got {batch!r}")
-    prefill = device_graph(model, Workload("prefill", batch, input_len, dtype=dtype, engine=engine), par)
-    return serving_memory(prefill, batch, input_len + output_len, target.device, target.defaults).fits
 
 
 def _forward(target: Target, model: Model, par: Parallelism, batch: int, seq_len: int | None,
@@ -192,8 +204,7 @@ def predict_inference(target: Target, model: Model, par: Parallelism, batch: int
         run = lambda b: _forward(target, model, par, b, resolved.seq_len, resolved.image_size, dtype, cost, engine)
         key = "throughput_samples_per_s"
     if batch != "auto":
-        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-            raise ConfigError(f"--batch must be a positive integer or 'auto', got {batch!r}")
+        _check_batch(batch)
         return run(batch)
     best = None
     for b in AUTO_BATCHES:

@@ -105,13 +105,14 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
     breakdown: dict[tuple[str, str], float] = {}
     phase_energy: dict[str, float] = {}
     rows = []
-    timed, peaks = _OP_TIMES.get((device, efficiency, power), (dg.dtype,), lambda: ({}, {}))
+    timed, peaks, curve = _OP_TIMES.get((device, efficiency, power), (dg.dtype,), lambda: (
+        {}, {}, power.curve_for(device) if type(power) is PowerModel else None))
     ops, views, kernels, flop, nbytes, kernel_launches = _plan(part, dg.dtype)
     if views is not None:
         first_view, view_launches = views
         found = timed.get("view")
         if found is None:
-            found = timed["view"] = _time_op(first_view, None, dg.dtype, device, efficiency, power, peaks)
+            found = timed["view"] = _time_op(first_view, None, dg.dtype, device, efficiency, power, peaks, curve)
         if found[1] is None:  # views cost this device nothing: the host only dispatches them
             for key, count in view_launches.items():
                 launches[key] = launches.get(key, 0) + count
@@ -124,7 +125,7 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
         if found is None:
             if len(timed) >= 100_000:
                 timed.clear()
-            found = timed[slot] = _time_op(op, matrix_dtype, dg.dtype, device, efficiency, power, peaks)
+            found = timed[slot] = _time_op(op, matrix_dtype, dg.dtype, device, efficiency, power, peaks, curve)
         op_s = found[1]
         if op_s is None:
             continue
@@ -144,12 +145,12 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
 
 
 def _time_op(op, matrix_dtype: str | None, graph_dtype: str, device: Device, efficiency: EfficiencyModel,
-             power: PowerModel, peaks: dict) -> tuple:
+             power: PowerModel, peaks: dict, curve) -> tuple:
     """(burst seconds, sustained seconds (None: a view that costs nothing), bound, energy J, record, cost) of
     one op: op_time, then PowerModel.sustained_energy_j, by the same arithmetic (roofline.roofline_s,
-    PowerModel.sustained_op) with the device's peak for each dtype and its power curve read once into
-    `peaks` and no OpTime built per op. The record and cost are kept with the result: the memo's key holds
-    their ids."""
+    PowerModel.sustained_op) with the device's peak for each dtype read once into `peaks`, its power curve
+    (PowerModel.curve_for) given, and no OpTime built per op. The record and cost are kept with the result:
+    the memo's key holds their ids."""
     rec, category, cost = op.record, op.category, op.cost
     if category == "view" or type(power) is not PowerModel:
         burst = op_time(rec, category, cost, graph_dtype, device, efficiency)
@@ -167,9 +168,6 @@ def _time_op(op, matrix_dtype: str | None, graph_dtype: str, device: Device, eff
                                       else matrix_peak(device, matrix_dtype, graph_dtype))
     time_s, compute, memory, bound = roofline_s(cost.flop, cost.bytes, peak, device.mem_bytes_per_s, compute_eff,
                                                 memory_eff, overhead)
-    curve = peaks.get("curve", peaks)  # the device's power curve, asked once (`peaks` itself: not yet asked)
-    if curve is peaks:
-        curve = peaks["curve"] = power.curve_for(device)
     sustained_s, bound, energy = power.sustained_op(time_s, compute, memory, overhead, bound, peak, device, cost, curve)
     return time_s, sustained_s, bound, energy, rec, cost
 
@@ -214,7 +212,7 @@ def _planned(part: Part, dtype: str) -> tuple:
 _PLANS = IdentityMemo(8192)
 _OP_TIMES = IdentityMemo(1024)
 """Per (device, efficiency, power model, dtype): each op's _time_op result by the identity of its record and
-cost, and the device's peak per dtype. Device graphs of other layouts, batches and engines share
+cost, the device's peak per dtype and its power curve. Device graphs of other layouts, batches and engines share
 op objects (planner/workload/device_graph.py, _interned), so a cold `compare` times about half the ops."""
 _PART_TIMES = IdentityMemo()
 """_part_time results by graph part, device, efficiency and power model (planner/memo.py): a sweep or

@@ -1,9 +1,10 @@
 """Results of elementwise aten ops on contiguous meta tensors, made directly.
 
 torch runs an elementwise op on the meta device through its Python reference implementation
-(torch._refs and torch._prims): 100 to 150 us for one `mul` on a 2-core machine, where making an empty
-tensor of the result's shape takes 5. A decoder layer's capture runs some twenty of them (the rotary
-embedding, the residual adds, the gated MLP's product), a third of its time. On meta only a result's
+(torch._refs and torch._prims): 115 us for one bf16 `mul` of [2, 1, 4096] by [4096] on a 2-core machine,
+where making an empty tensor of the result's shape takes 5. A decoder layer's capture runs some twenty of
+them (the rotary embedding, the residual adds, the gated MLP's product): made here, a Llama-2-7B layer's
+decode capture takes 5.6 ms instead of 6.3 (the median of 10 on that machine). On meta only a result's
 shape, dtype and strides exist, and for operands that are all contiguous they are known in closed form:
 the broadcast shape, the promoted dtype (torch.result_type) and contiguous strides (TensorIterator keeps
 its operands' layout, and theirs is the contiguous one). Contiguous here means torch.empty's strides for

@@ -247,18 +247,17 @@ def _value(v, w, steps, met: dict, keep_offsets: bool = False):
 
 def _tensor(v: TensorMeta, w: TensorMeta, steps, met: dict, keep_offsets: bool = False) -> TensorMeta:
     shape, touched, offset = v.shape, v.touched, v.offset
-    if keep_offsets:
-        w = TensorMeta(w.shape, w.dtype, w.bits, w.touched, w.col_major, w.storage, offset)
+    w_offset = offset if keep_offsets else w.offset
     if v.dtype != w.dtype or v.bits != w.bits or v.col_major != w.col_major or len(shape) != len(w.shape):
         raise NotAffine
-    if shape == w.shape and touched == w.touched and offset == w.offset:
+    if shape == w.shape and touched == w.touched and offset == w_offset:
         return v
     # (shape, touched, offset) along the line, computed once per distinct pair of anchor values in the
     # graph: activations keep their shapes from op to op (of the tensors that change, seven in eight
     # repeat the numbers of one met before)
-    key = (shape, w.shape, touched, w.touched, offset, w.offset)
+    key = (shape, w.shape, touched, w.touched, offset, w_offset)
     numbers = met.get(key)
     if numbers is None:
         numbers = met[key] = (tuple([p if p == q else _number(p, q, steps) for p, q in zip(shape, w.shape)]),
-                              _number(touched, w.touched, steps), _number(offset, w.offset, steps))
+                              _number(touched, w.touched, steps), _number(offset, w_offset, steps))
     return TensorMeta(numbers[0], v.dtype, v.bits, numbers[1], v.col_major, v.storage, numbers[2])

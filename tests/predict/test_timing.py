@@ -39,16 +39,16 @@ def test_time_op_equals_op_time_then_sustained_energy(limit_fraction):
                 # half the TDP: compute-bound kernels draw more than that and are slowed
                 device = replace(device, power_limit_w=limit_fraction * device.tdp_w)
             efficiency = CTX.efficiency(device, get_engine(workload.engine).libraries)
-            peaks = {}
+            peaks, curve = {}, CTX.power.curve_for(device)
             for op in _ops(dg):
                 matrix_dtype = op_dtype(op.record, dg.dtype) if op.category in MATRIX_CATEGORIES else None
                 try:
                     burst = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
                 except Exception as exc:  # a device without the dtype's peak: both raise the same
                     with pytest.raises(type(exc), match=str(exc)[:40]):
-                        _time_op(op, matrix_dtype, dg.dtype, device, efficiency, CTX.power, peaks)
+                        _time_op(op, matrix_dtype, dg.dtype, device, efficiency, CTX.power, peaks, curve)
                     continue
-                got = _time_op(op, matrix_dtype, dg.dtype, device, efficiency, CTX.power, peaks)
+                got = _time_op(op, matrix_dtype, dg.dtype, device, efficiency, CTX.power, peaks, curve)
                 if burst.bound == "none":
                     assert got[:4] == (burst.time_s, None, "none", 0.0)
                     continue
