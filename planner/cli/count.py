@@ -16,6 +16,7 @@ from planner.workload.device_graph import kernels
 from planner.workload.dtypes import DTYPES
 from planner.workload.graphs import MODES, Workload, WorkloadGraph, build_graph, context_note
 from planner.workload.quant import describe
+from planner.workload.user_model import default_batch, example_of
 from planner.workload.zoo import resolve
 
 BY = ("op", "module", "category", "phase", "kernel")
@@ -27,7 +28,9 @@ def add_count(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="zoo id (e.g. llama-3.1-8b), path to a config.json, or package.module:function")
     p.add_argument("--mode", choices=MODES, default="inference",
                    help="inference = prefill for LMs, a forward pass otherwise (default: inference)")
-    p.add_argument("--batch", type=positive_int, default=1, help="batch (micro-batch in training); default 1")
+    p.add_argument("--batch", type=positive_int,
+                   help="batch (micro-batch in training); default 1, or a package.module:function model's example "
+                        "batch (dim 0 of its inputs, or its `batch` parameter's default)")
     p.add_argument("--seq-len", type=positive_int, help="prompt or sequence length (default 2048 for LMs, 128 for encoders)")
     p.add_argument("--context-len", type=positive_int, help="decode: tokens already in the KV cache (default 2048)")
     p.add_argument("--image-size", type=positive_int, help="vision: image side in pixels (default: the model's)")
@@ -57,11 +60,22 @@ def _totals(wg: WorkloadGraph, counts: Counts) -> dict:
         "bytes_read": counts.total.bytes_read, "bytes_written": counts.total.bytes_written,
         "arithmetic_intensity_flop_per_byte": counts.total.intensity, "ops": len(counts.ops),
         "unsupported": [{"op": op, "calls": n} for op, n in counts.unsupported],
-    } | ({"steps": w.steps} if w.steps is not None else {})
+    } | ({"steps": w.steps} if w.steps is not None else {}) | _takes(wg)
+
+
+def _takes(wg: WorkloadGraph) -> dict:
+    """A user's model: what it takes ("tokens", "images", "samples") and its batch as a phrase."""
+    example = example_of(wg.model)
+    if example is None:
+        return {}
+    return {"takes": example.takes, "example_batch": example.batch, "inputs": example.label(wg.workload.batch)}
 
 
 def _describe(wg: WorkloadGraph) -> str:
     w = wg.workload
+    example = example_of(wg.model)
+    if example is not None:  # a user's model: its own inputs, scaled in dim 0
+        return f"{w.mode}, {example.label(w.batch)}, {describe(w.dtype)}"
     sizes = {"prefill": f"{w.seq_len} prompt tokens", "decode": f"one token on a {w.context_len}-token KV cache",
              "training": f"sequence {w.seq_len}" if w.seq_len else f"{w.image_size}px images"}
     size = sizes.get(w.mode) or (f"sequence {w.seq_len}" if w.seq_len else f"{w.image_size}px images" if w.image_size else "")
@@ -120,7 +134,8 @@ def _print_kernels(frame: pd.DataFrame, top: int) -> None:
 
 def cmd_count(args: argparse.Namespace) -> int:
     model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
-    wg = build_graph(model, Workload(mode=args.mode, batch=args.batch, seq_len=args.seq_len,
+    batch = args.batch if args.batch is not None else default_batch(model)
+    wg = build_graph(model, Workload(mode=args.mode, batch=batch, seq_len=args.seq_len,
                                      context_len=args.context_len, image_size=args.image_size, dtype=precision_of(args),
                                      engine=args.engine, steps=args.steps))
     engine = wg.workload.engine

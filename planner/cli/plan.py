@@ -42,6 +42,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         serves = ", ".join(f"{f} {rps:.2f} req/s" for f, rps in r.serves) + (f" trains {', '.join(r.trains)}" if r.trains else "")
         print(f"{r.candidate[:58]:<58} {r.units:>5} {r.devices:>5} {r.usd_per_month:>10,.0f} {r.capex_usd:>10,.0f} "
               f"{r.power_kw:>6.1f} {r.utilization:>5.0%}  {serves}  (price of {dated(r.price_date)})")
+        print(f"{'':<15}{r.hand_check}")
     for t in plan.training:
         print(f"training {t['job']}: {t['units']} x {t['candidate']} (tp {t['tp']}, dp {t['dp']}), "
               f"{t['days']:.2f} days, ${t['cost_usd']:,.0f}, {t['energy_kwh']:,.0f} kWh")
@@ -61,7 +62,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for b in plan.breakeven:  # a None break-even is said as what it means (planner.plan.tco.explain_breakeven)
         why = explain_breakeven(b["breakeven_months"], b["breakeven_utilization"], b.get("lifetime_months"),
                                 b.get("onprem_usd_per_month_full_use"), b.get("cloud_usd_per_month_full_use"))
-        print(f"break-even     {b['device']}: over the horizon, owning one server costs "
+        at = "" if b.get("utilization") is None else \
+            (f" at this plan's {b['utilization']:.0%} load" if b.get("utilization_from") == "plan"
+             else f" at the scenario's {b['utilization']:.0%} utilization")
+        print(f"break-even     {b['device']}: over the horizon{at}, owning one server costs "
               f"${b['onprem_over_horizon_usd']:,.0f} (capex ${b['capex_usd']:,.0f} + ${b['onprem_opex_usd_per_month']:,.0f}"
               f"/month) vs renting its devices ${b['cloud_over_horizon_usd']:,.0f} ({b['cloud_instance']}, price of "
               f"{dated(b['cloud_price_date'])}); {why}")

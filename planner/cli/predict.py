@@ -11,6 +11,7 @@ from planner.errors import PlannerError
 from planner.hardware.catalog import dated
 from planner.units import json_safe, si
 from planner.workload.quant import describe, precision
+from planner.workload.user_model import default_batch, example_of
 from planner.workload.zoo import resolve
 
 
@@ -24,7 +25,8 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--configs", metavar="FILE", help="JSONL or CSV of configurations, one per row (keys: flag names "
                                                      "with underscores, plus an optional id)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=cmd_predict)
+    # no --batch: 1, or a package.module:function model's example batch (user_model.default_batch)
+    p.set_defaults(func=cmd_predict, batch=None)
 
 
 def add_compare(sub: argparse._SubParsersAction) -> None:
@@ -36,14 +38,16 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     workload_flags(p)
     p.add_argument("--sort", choices=("cost", "latency", "throughput", "energy"), default="cost")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_compare)
+    p.set_defaults(func=cmd_compare, batch=None)
 
 
-def _request(args: argparse.Namespace):
+def _request(args: argparse.Namespace, batch: int | str | None = None):
+    """The Request of the parsed flags; `batch` in place of --batch (predict's default for a user's model)."""
     from planner.predict.api import Request
 
+    batch = args.batch if batch is None else batch
     return Request(model=args.model, device=args.device, mode=args.mode, gpus=args.gpus, tp=args.tp, pp=args.pp,
-                   dp=args.dp, ep=args.ep, zero=args.zero, batch=args.batch, input_len=args.input_len,
+                   dp=args.dp, ep=args.ep, zero=args.zero, batch=batch, input_len=args.input_len,
                    output_len=args.output_len, seq_len=args.seq_len, image_size=args.image_size,
                    global_batch=args.global_batch, micro_batch=args.micro_batch, microbatches=args.microbatches,
                    recompute=args.recompute, mixed_precision=args.mixed_precision, optimizer=args.optimizer,
@@ -54,12 +58,20 @@ def _request(args: argparse.Namespace):
                    power_limit_w=getattr(args, "power_limit_w", None), engine=args.engine)
 
 
-def _print_prediction(p) -> None:
+def _print_prediction(p, example=None) -> None:
+    """Print a prediction; `example`: a package.module:function model's (user_model.Example), which says
+    what a batch holds and names the rate's unit (sequences/s, images/s, samples/s)."""
     d = p.as_dict()
     m = p.metrics
     par = p.parallelism
     print(f"{p.model} on {p.gpus} x {p.device}  (tp {par.tp}, pp {par.pp}, dp {par.dp}, ep {par.ep}, zero {par.zero}), "
           f"{p.mode}, {describe(p.dtype)}, engine {p.engine}")
+    batch = m.get("batch", m.get("micro_batch"))
+    if example is not None and isinstance(batch, int):
+        scaled = ("" if example.batch is None else f"; example batch {example.batch:,}, --batch "
+                  + ("calls the function with batch=B" if example.by_argument else "scales dim 0 of its inputs"))
+        print(f"inputs         {example.label(batch)}{' per device' if 'micro_batch' in m else ''}{scaled}")
+    per_item = f"{example.noun()}/s" if example is not None else "samples/s"
     print(f"tier           {p.tier}  (band +-{p.band_fraction:.0%})")
     mem = p.memory
     status = "fits" if p.fits else f"DOES NOT FIT: short by {mem.shortfall_bytes / 1e9:.1f} GB per device"
@@ -71,8 +83,8 @@ def _print_prediction(p) -> None:
         if key in m:
             lo, hi = p.band(m[key])
             print(f"{label:<15}{fmt_time(m[key])}  ({fmt_time(lo)} .. {fmt_time(hi)})")
-    for key, label in (("throughput_tokens_per_s", "tokens out/s"), ("throughput_samples_per_s", "samples/s"),
-                       ("tokens_per_s", "tokens/s"), ("samples_per_s", "samples/s")):
+    for key, label in (("throughput_tokens_per_s", "tokens out/s"), ("throughput_samples_per_s", per_item),
+                       ("tokens_per_s", "tokens/s"), ("samples_per_s", per_item)):
         if key in m:
             lo, hi = p.band(m[key], inverse=True)
             print(f"{label:<15}{m[key]:,.1f}  ({lo:,.1f} .. {hi:,.1f})".replace(f"{label:<15}", f"{label:<14} ", 1)
@@ -191,11 +203,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return _run_configs(args)
     if not args.model or not args.device:
         raise ConfigError("predict needs MODEL and --device (or --configs FILE)")
-    req = _request(args)
     if args.roofline:
         from planner.plot import check_target
         check_target(args.roofline)  # before any work
     model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
+    req = _request(args, args.batch if args.batch is not None else default_batch(model))
     prediction = predict(req, model=model)
     rows = op_rows(req, model=model) if (args.ops or args.roofline) else {}
     if args.roofline:
@@ -212,7 +224,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                           for name, group in rows.items()}
         print(json.dumps(json_safe(out), indent=2, default=str, allow_nan=False))
         return 0
-    _print_prediction(prediction)
+    _print_prediction(prediction, example_of(model))
     if args.roofline:
         print(f"roofline       written to {args.roofline}")
     for name, group in rows.items():
@@ -239,7 +251,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                                    "mixed_precision", "optimizer", "train_tokens")}
     training["engine"] = args.engine
     model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
-    frame = compare(model, devices, args.mode, args.batch, args.input_len, args.output_len, args.seq_len,
+    batch = args.batch if args.batch is not None else default_batch(model)
+    frame = compare(model, devices, args.mode, batch, args.input_len, args.output_len, args.seq_len,
                     args.image_size, precision_of(args), args.pricing, args.sort, **training)
     if args.json:
         # counts as whole numbers (a device that cannot run the workload leaves them null, which makes

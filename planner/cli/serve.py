@@ -1,6 +1,8 @@
 """`planner serve`: simulate a deployment under load (planner/serve), print latency percentiles,
 throughput, goodput, KV use, energy and cost; `--sweep-rate` prints the latency–throughput curve and
-the highest rate within the SLOs, `--curve FILE.png` draws it."""
+the highest rate within the SLOs, `--curve FILE.png` draws it. Without `--requests` a run goes on until
+its latencies settle (planner/serve/steady.py); an open-loop rate above the deployment's saturation is
+warned of, with `--requests` too."""
 
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     load.add_argument("--rate", type=finite_float, metavar="RPS", help="open loop: requests per second")
     load.add_argument("--concurrency", type=positive_int, metavar="N", help="closed loop: N clients")
     load.add_argument("--trace", metavar="FILE", help="CSV or JSONL of arrival_s, input_len, output_len")
-    p.add_argument("--requests", type=positive_int, default=1000, help="requests to simulate (default 1000)")
+    p.add_argument("--requests", type=positive_int, help="requests to simulate (default: until the latencies settle, "
+                                                         "or an overload's queue shows its growth; see README)")
     p.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
     p.add_argument("--cv", type=finite_float, default=1.0, help="gamma arrivals: CV of the gaps (>1 bursty)")
     p.add_argument("--think-s", type=finite_float, default=0.0, help="closed loop: pause between requests, s")
@@ -103,6 +106,8 @@ def print_result(r) -> None:
         print(f"energy         {r.j_per_output_token:.3f} J per output token, {r.average_power_w_per_gpu:.0f} W per GPU")
     if r.usd_per_million_output_tokens is not None:
         print(f"cost           ${r.usd_per_h:,.2f}/h, ${r.usd_per_million_output_tokens:,.3f} per 1M output tokens")
+    for warning in r.warnings:
+        print(f"warning        {warning}")
     for note in r.notes:
         print(f"note           {note}")
 
@@ -114,9 +119,11 @@ def _sweep(args, req, load, scheduling, slo) -> int:
         from planner.plot import check_target
         check_target(args.curve, "--curve")
     curve, capacity = sweep(req, load, scheduling, slo, args.sweep_rate)
+    slos = slo.ttft_s is not None or slo.tpot_s is not None
     if args.json:
-        out = {"saturation_rps": capacity.saturation_rps, "max_rate_within_slo_rps":
-               capacity.rate_rps if slo.ttft_s is not None or slo.tpot_s is not None else None,
+        out = {"saturation_rps": capacity.saturation_rps,
+               "max_rate_within_slo_rps": capacity.rate_rps if slos else None,
+               "capped_at_saturation": capacity.capped if slos else None,
                "curve": [{"rate_rps": rate, **run.as_dict()} for rate, run in curve]}
         for point in out["curve"]:
             point.pop("timeline")
@@ -131,11 +138,17 @@ def _sweep(args, req, load, scheduling, slo) -> int:
         for rate, run in curve:
             m = run.metrics
             good = "-" if m.goodput_rps is None else f"{m.goodput_rps:.2f}"
+            over = "  overloaded" if run.overloaded else ""
             print(f"{rate:>8.2f} {m.output_tokens_per_s:>10,.0f} {_ms(m.ttft_s.p50):>10} {_ms(m.ttft_s.p90):>10} "
-                  f"{_ms(m.tpot_s.p50):>10} {_ms(m.tpot_s.p90):>10} {good:>10}")
-        if slo.ttft_s is not None or slo.tpot_s is not None:
+                  f"{_ms(m.tpot_s.p50):>10} {_ms(m.tpot_s.p90):>10} {good:>10}{over}")
+        if any(run.overloaded for _, run in curve):
+            print(f"overloaded     above {capacity.saturation_rps:.2f} requests/s the queue grows without bound: such "
+                  "a row is of a finite run and never counts as within the SLOs")
+        if slos:
+            cap = (f"; capped at saturation: every rate tried up to {capacity.saturation_rps:.2f} requests/s meets "
+                   "the SLOs") if capacity.capped else ""
             print(f"within SLOs    {capacity.rate_rps:.2f} requests/s at most ({slo.stat} TTFT "
-                  f"{_ms(slo.ttft_s)}, {slo.stat} TPOT {_ms(slo.tpot_s)})")
+                  f"{_ms(slo.ttft_s)}, {slo.stat} TPOT {_ms(slo.tpot_s)}){cap}")
     if args.curve:
         from planner.plot import draw_curve
 
@@ -160,7 +173,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _sweep(args, req, load, scheduling, slo)
     if args.curve:
         raise ConfigError("--curve needs --sweep-rate")
-    result = serve(req, load, scheduling, slo)
+    saturation = None
+    if args.rate is not None and args.requests is not None and not args.disagg:
+        from planner.serve.sweep import saturation_rate
+
+        saturation = saturation_rate(req, load, scheduling)  # the overload warning of a stated request count
+    result = serve(req, load, scheduling, slo, saturation_rps=saturation)
     if args.json:
         print(json.dumps(json_safe(result.as_dict()), indent=2, default=str, allow_nan=False))
         return 0

@@ -17,9 +17,10 @@ the step-time grid of each (device, tp), a few seconds; kept for the process.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.errors import PlannerError
+from planner.plan.power import rated_w, unit_power
 from planner.plan.scenario import Bucket, Scenario, ServingWorkload, TrainingJob
 from planner.predict.api import Request, predict
 from planner.predict.context import Context
@@ -42,14 +43,27 @@ class Candidate:
     pricing: str
     """A catalog pricing (planner.hardware.catalog.PRICINGS: on_demand, spot, reserved_1y, ...) or onprem."""
     usd_per_h: float
-    """Cloud: the rental price; on-prem: TCO per useful hour at the scenario's utilization."""
+    """Cloud: the rental price; on-prem: what one server costs an hour whatever its load (capex over its
+    life, colocation, operations: planner.predict.cost.onprem_fixed_usd_per_h); its electricity is
+    billed on the energy the plan draws (`electricity_usd_per_kwh`)."""
     capex_usd: float
     """On-prem: purchase price of one server (0 in the cloud)."""
     power_kw: float
-    """Facility power of one unit at load (on-prem, PUE applied), for the site's power cap."""
+    """Facility power of one unit at its rating (on-prem, PUE applied), for the site's power cap."""
     kg_co2e_per_kwh: float | None
     price_date: str
     instance_key: str | None = None
+    pue: float = 1.0
+    """Facility power / IT power: the site's on-prem, the provider's fleet PUE in the cloud."""
+    idle_kw: float | None = 0.0
+    """Facility power of one unit carrying no load, kW: its devices at idle plus the rest of the server,
+    x PUE (planner/plan/power.py); None when the device has no sourced TDP."""
+    rest_w: float = 0.0
+    """The rest of one unit besides its devices (CPUs, NICs, fans, supplies), W before PUE; 0 where not sourced."""
+    rest_source: str | None = None
+    """Where `rest_w` comes from; None where not sourced (energy then counts the devices only)."""
+    electricity_usd_per_kwh: float = 0.0
+    """On-prem: the site's price, billed on the plan's facility kWh (cloud: 0, in the rental price)."""
 
     @property
     def usd_per_month(self) -> float:
@@ -66,8 +80,8 @@ class ServingCapacity:
     ttft_s: float
     tpot_s: float
     kw_per_unit: float | None
-    """Average facility power of one unit while serving (device energy x PUE where known); None
-    when the device has no sourced TDP."""
+    """Average facility power of one unit serving at this capacity, kW: (devices x their average power
+    + the rest of the server) x PUE; None when the device has no sourced TDP."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +94,10 @@ class TrainingConfig:
     dp: int
     time_s: float
     cost_usd: float
+    """Rental (or on-prem fixed) $ per unit-hour x units x hours, plus on-prem electricity on energy_kwh."""
     energy_kwh: float | None
-    """Facility kWh (device energy x the candidate's PUE); None when the device has no sourced TDP."""
+    """Facility kWh of the run: (device energy + the rest of each server over the run) x the candidate's
+    PUE; None when the device has no sourced TDP."""
     kg_co2e: float | None
     """None when the energy or the region's grid intensity is unknown."""
 
@@ -102,25 +118,43 @@ def candidates(scenario: Scenario, ctx: Context) -> list[Candidate]:
             continue
         device = ctx.device(inst.device_id)
         intensity = ctx.catalog.carbon_kg_per_kwh.get(f"{inst.provider}:{inst.region}".lower())
+        row = ctx.power.cloud_pue(inst.provider)
+        pue = row.pue if row is not None else 1.0
+        power = unit_power(ctx, device, inst.device_count)
         for pricing in c.pricing:
             if pricing in inst.price_usd_per_h:
                 out.append(Candidate(f"{inst.key}:{pricing}", "cloud", device.id, inst.device_count, pricing,
                                      inst.price_usd_per_h[pricing], 0.0, 0.0, intensity, inst.price_dates[pricing],
-                                     inst.key))
+                                     inst.key, pue, _facility_kw(power.idle_w, pue), power.rest_w, power.rest_source))
     if c.site is not None:
-        from planner.predict.cost import onprem_cost
+        from planner.predict.cost import onprem_fixed_usd_per_h
 
         site = ctx.catalog.site(c.site)
         servers = [ctx.catalog.server(s) for s in c.servers] if c.servers else list(ctx.catalog.servers.values())
         for server in servers:
             device = ctx.device(server.device_id)
-            # priced at full device power (TDP): the plan's power cap must hold at peak load
-            basis = onprem_cost(server, site, server.device_count, device.tdp_w or 0.0, device.tdp_w or 0.0,
-                                scenario.utilization)
+            rated = rated_w(ctx, server, device) / 1000  # the power cap must hold at the server's rating
+            fixed, _ = onprem_fixed_usd_per_h(server, site, rated)
+            power = unit_power(ctx, device, server.device_count, server)
             out.append(Candidate(f"onprem:{server.id}@{site.id}", "onprem", device.id, server.device_count, "onprem",
-                                 basis.usd_per_h, server.capex_usd, basis.facility_power_w / 1000,
-                                 site.carbon_kg_per_kwh, server.date))
+                                 fixed, server.capex_usd, rated * site.pue, site.carbon_kg_per_kwh, server.date,
+                                 None, site.pue, _facility_kw(power.idle_w, site.pue), power.rest_w, power.rest_source,
+                                 site.electricity_usd_per_kwh))
     return out
+
+
+def _facility_kw(it_w: float | None, pue: float) -> float | None:
+    return it_w * pue / 1000 if it_w is not None else None
+
+
+def serving_kw(power_w_per_gpu: float | None, candidate: Candidate) -> float | None:
+    """Facility kW of one unit of `candidate` serving at capacity, its devices drawing `power_w_per_gpu`
+    on average: (devices x that + the rest of the server) x PUE; never below the unit's idle draw. None
+    when the power is unknown (no sourced TDP)."""
+    if power_w_per_gpu is None or power_w_per_gpu != power_w_per_gpu:
+        return None
+    kw = (power_w_per_gpu * candidate.device_count + candidate.rest_w) * candidate.pue / 1000
+    return max(kw, candidate.idle_kw or 0.0)
 
 
 def _tp_options(model_id: str, device_count: int) -> list[int]:
@@ -227,18 +261,28 @@ def _simulated(ctx: Context, workload: ServingWorkload, bucket: Bucket, device_i
 
 
 def serving_capacity(ctx: Context, workload: ServingWorkload, bucket: Bucket, candidate: Candidate,
-                     pue: float = 1.0) -> ServingCapacity | None:
+                     pue: float | None = None) -> ServingCapacity | None:
     """The best SLO-meeting configuration of one unit of `candidate` on one bucket, or None: under
     simulated load when the SLOs name a statistic (batch 0: continuous batching), else batches back
-    to back."""
+    to back. Its power is the unit's as a server draws it (serving_kw), at `pue` (default: the
+    candidate's own)."""
     if workload.simulated:
-        return _simulated(ctx, workload, bucket, candidate.device_id, candidate.device_count, pue)
-    return _serving(ctx, workload.model, workload.dtype, bucket.input_len, bucket.output_len, workload.ttft_s,
-                    workload.tpot_s, candidate.device_id, candidate.device_count, pue, workload.engine)
+        cap = _simulated(ctx, workload, bucket, candidate.device_id, candidate.device_count, 1.0)
+    else:
+        cap = _serving(ctx, workload.model, workload.dtype, bucket.input_len, bucket.output_len, workload.ttft_s,
+                       workload.tpot_s, candidate.device_id, candidate.device_count, 1.0, workload.engine)
+    if cap is None:
+        return None
+    if pue is not None and pue != candidate.pue:
+        candidate = replace(candidate, pue=pue, idle_kw=None if candidate.idle_kw is None
+                            else candidate.idle_kw / candidate.pue * pue)
+    # the cached capacity holds the devices' average draw at PUE 1: kW x 1000 / devices = W per device
+    per_gpu_w = cap.kw_per_unit * 1000 / candidate.device_count if cap.kw_per_unit is not None else None
+    return replace(cap, kw_per_unit=serving_kw(per_gpu_w, candidate))
 
 
 def training_configs(ctx: Context, job: TrainingJob, candidate: Candidate, max_units: int = 64,
-                     pue: float = 1.0) -> list[TrainingConfig]:
+                     pue: float | None = None) -> list[TrainingConfig]:
     """Configurations of `job` on 1, 2, 4, ... units of `candidate` that fit and meet the deadline
     (at most the two smallest: more units only cost more once the deadline is met).
 
@@ -248,6 +292,7 @@ def training_configs(ctx: Context, job: TrainingJob, candidate: Candidate, max_u
     from planner.predict.api import Request as R
 
     found: list[TrainingConfig] = []
+    pue = candidate.pue if pue is None else pue
     node = ctx.device(candidate.device_id).devices_per_node
     if candidate.device_count < node:
         max_units = 1
@@ -268,10 +313,13 @@ def training_configs(ctx: Context, job: TrainingJob, candidate: Candidate, max_u
             if time_s > job.deadline_s:
                 continue
             hours = time_s / 3600
-            kwh = p.metrics.get("energy_to_train_j", float("nan")) / 3.6e6 * pue  # facility kWh
+            # facility kWh: the devices' energy plus the rest of each server over the run, x PUE
+            kwh = (p.metrics.get("energy_to_train_j", float("nan")) / 3.6e6
+                   + units * candidate.rest_w / 1000 * hours) * pue
             kwh = kwh if kwh == kwh else None  # no sourced TDP: unknown, not zero
             intensity = candidate.kg_co2e_per_kwh
-            found.append(TrainingConfig(candidate.key, units, tp, dp, time_s, hours * units * candidate.usd_per_h, kwh,
+            usd = hours * units * candidate.usd_per_h + (kwh or 0.0) * candidate.electricity_usd_per_kwh
+            found.append(TrainingConfig(candidate.key, units, tp, dp, time_s, usd, kwh,
                                         kwh * intensity if kwh is not None and intensity is not None else None))
             break
         units *= 2

@@ -63,6 +63,9 @@ def check(plan: Plan, scenario: Scenario, ctx: Context | None = None) -> list[st
             problems.append(f"{key}: carries {used:.3f} units of load on {units.get(key, 0)} units")
     c = scenario.constraints
     monthly = sum(by_key[r.candidate].usd_per_h * HOURS_PER_MONTH * r.units for r in plan.rows if r.candidate in by_key)
+    # on-prem electricity at the site's catalog price, on the energy the plan draws
+    monthly += sum(by_key[r.candidate].electricity_usd_per_kwh * r.energy_kwh for r in plan.rows
+                   if r.candidate in by_key) / scenario.horizon_months
     monthly += sum(t["cost_usd"] for t in plan.training) / scenario.horizon_months
     if c.monthly_budget_usd is not None and monthly > c.monthly_budget_usd * (1 + 1e-6):
         problems.append(f"costs ${monthly:,.0f}/month over the ${c.monthly_budget_usd:,.0f} budget")

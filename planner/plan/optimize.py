@@ -62,7 +62,6 @@ def build_problem(scenario: Scenario, ctx: Context | None = None) -> Problem:
     cands = tuple(candidates(scenario, ctx))
     if not cands:
         raise ConfigError("scenario.candidates: no catalog instance or server passes the filters")
-    pue = ctx.catalog.site(scenario.candidates.site).pue if scenario.candidates.site else 1.0
     flows, rps, cap, labels = [], {}, {}, {}
     for wi, w in enumerate(scenario.workloads):
         for bi, b in enumerate(w.buckets):
@@ -71,7 +70,7 @@ def build_problem(scenario: Scenario, ctx: Context | None = None) -> Problem:
             rps[flow] = demand(w, b)
             labels[flow] = f"workloads[{wi}].buckets[{bi}] ({w.name}: {b.input_len} in, {b.output_len} out)"
             for c in cands:
-                found = serving_capacity(ctx, w, b, c, facility_pue(ctx, c, pue))
+                found = serving_capacity(ctx, w, b, c)
                 if found is not None:
                     cap[(flow, c.key)] = found
             if not any(f == flow for f, _ in cap):
@@ -81,7 +80,7 @@ def build_problem(scenario: Scenario, ctx: Context | None = None) -> Problem:
     for ti, job in enumerate(scenario.training):
         k = 0
         for c in cands:
-            for cfg in training_configs(ctx, job, c, pue=facility_pue(ctx, c, pue)):
+            for cfg in training_configs(ctx, job, c):
                 configs[(job.name, k)] = cfg
                 k += 1
         if k == 0:
@@ -90,17 +89,45 @@ def build_problem(scenario: Scenario, ctx: Context | None = None) -> Problem:
     return Problem(scenario, cands, tuple(flows), rps, cap, tuple(j.name for j in scenario.training), configs, labels)
 
 
-def _objective_terms(m, p: Problem):
+def candidate_energy(m, p: Problem) -> dict:
+    """Facility kWh over the horizon of each candidate's serving units, as Pyomo expressions: every unit
+    held draws its idle power every hour (its devices at idle and the rest of the server, x PUE), and
+    each flow's load (in units) adds the rise from idle to the unit's power serving at capacity:
+
+        E_c = H · (units[c]·P_idle,c + Σ_f load[f,c]·(P_f,c − P_idle,c)),  load[f,c] = share[f,c]·demand[f]/cap[f,c]
+
+    A candidate whose device has no sourced TDP counts 0 (left out, and said so)."""
     horizon_h = p.scenario.horizon_months * HOURS_PER_MONTH
     by_key = {c.key: c for c in p.candidates}
+    idle = {c.key: c.idle_kw or 0.0 for c in p.candidates}
+    energy = {c: m.units[c] * idle[c] * horizon_h for c in by_key}
+    for f, c in m.ARCS:
+        kw = p.capacity[(f, c)].kw_per_unit
+        if kw is not None:
+            energy[c] = energy[c] + m.share[f, c] * p.demand_rps[f] / p.capacity[(f, c)].rps * (kw - idle[c]) * horizon_h
+    return energy
+
+
+def config_energy_kwh(cfg: TrainingConfig, candidate: Candidate) -> float:
+    """The kWh a chosen training configuration adds: its run's energy, less, on-prem, the idle draw of the
+    units it runs on over the run (already counted in candidate_energy: they are held all horizon)."""
+    kwh = cfg.energy_kwh or 0.0
+    if candidate.kind == "onprem" and cfg.energy_kwh is not None:
+        kwh -= cfg.units * (candidate.idle_kw or 0.0) * cfg.time_s / 3600
+    return kwh
+
+
+def _objective_terms(m, p: Problem):
+    by_key = {c.key: c for c in p.candidates}
+    energy_c = candidate_energy(m, p)
+    training = lambda value: sum(m.choose[j, k] * value(cfg) for (j, k), cfg in p.configs.items())
     cost = sum(m.units[c.key] * c.usd_per_month for c in p.candidates) * p.scenario.horizon_months \
-        + sum(m.choose[j, k] * cfg.cost_usd for (j, k), cfg in p.configs.items())
-    load = {(f, c): m.share[f, c] * p.demand_rps[f] / p.capacity[(f, c)].rps for f, c in m.ARCS}
-    kw = lambda f, c: p.capacity[(f, c)].kw_per_unit or 0.0
-    energy = sum(load[f, c] * kw(f, c) * horizon_h for f, c in m.ARCS) \
-        + sum(m.choose[j, k] * (cfg.energy_kwh or 0.0) for (j, k), cfg in p.configs.items())
-    carbon = sum(load[f, c] * kw(f, c) * horizon_h * (by_key[c].kg_co2e_per_kwh or 0.0)
-                 for f, c in m.ARCS) + sum(m.choose[j, k] * (cfg.kg_co2e or 0.0) for (j, k), cfg in p.configs.items())
+        + sum(energy_c[c.key] * c.electricity_usd_per_kwh for c in p.candidates if c.electricity_usd_per_kwh) \
+        + training(lambda cfg: cfg.cost_usd)
+    energy = sum(energy_c.values()) + training(lambda cfg: config_energy_kwh(cfg, by_key[cfg.candidate]))
+    carbon = sum(energy_c[c.key] * (c.kg_co2e_per_kwh or 0.0) for c in p.candidates) \
+        + training(lambda cfg: cfg.kg_co2e or 0.0)
+    m._energy_by_candidate = energy_c
     return {"cost": cost, "energy": energy, "carbon": carbon}
 
 
@@ -116,15 +143,16 @@ def build_model(p: Problem, weights: dict[str, float] | None = None, scales: dic
         demand_met[f]:        Σ_c share[f,c] = 1
         capacity_held[c]:     Σ_f share[f,c]·demand[f]/cap[f,c] + Σ_{t,k on-prem c} choose[t,k]·units_tk ≤ units[c]
         one_config[t]:        Σ_k choose[t,k] = 1
-        monthly_budget:       Σ_c units[c]·$/month_c + Σ_{t,k} choose[t,k]·$_tk / horizon ≤ budget
+        monthly_budget:       Σ_c (units[c]·$/month_c + $/kWh_c·E_c / horizon) + Σ_{t,k} choose[t,k]·$_tk / horizon ≤ budget
         capex_cap:            Σ_{c on-prem} units[c]·capex_c ≤ cap
         power_cap:            Σ_{c on-prem} units[c]·kW_c ≤ cap
         availability[c]:      units[c] ≤ available_c
         spot_share:           Σ_{c spot} units[c]·devices_c ≤ s · Σ_c units[c]·devices_c
         onprem_share:         Σ_{c on-prem} units[c]·devices_c ≥ o · Σ_c units[c]·devices_c
-    Objective: minimize Σ_i weight_i · term_i / scale_i over cost ($ over the horizon: rentals,
-    on-prem TCO per useful hour, training runs), energy (kWh: unit power x the load it carries) and
-    carbon (kg CO2e at each candidate's grid intensity). `drop` leaves constraint families out (to
+    Objective: minimize Σ_i weight_i · term_i / scale_i over cost ($ over the horizon: rentals, on-prem
+    servers at their fixed $ per unit-hour whatever their load plus the site's electricity on their
+    kWh, training runs), energy (kWh, candidate_energy: every unit held at idle, plus the rise to
+    serving power for the load it carries) and carbon (kg CO2e at each candidate's grid intensity). `drop` leaves constraint families out (to
     find the binding ones); `price_factor` scales every price (sensitivity).
     """
     s = p.scenario
@@ -135,7 +163,9 @@ def build_model(p: Problem, weights: dict[str, float] | None = None, scales: dic
     keys = [c.key for c in p.candidates]
     by_key = {c.key: c for c in p.candidates}
     if price_factor != 1.0:
-        p = replace(p, candidates=tuple(replace(c, usd_per_h=c.usd_per_h * price_factor) for c in p.candidates),
+        p = replace(p, candidates=tuple(replace(c, usd_per_h=c.usd_per_h * price_factor,
+                                                electricity_usd_per_kwh=c.electricity_usd_per_kwh * price_factor)
+                                        for c in p.candidates),
                     configs={k: replace(v, cost_usd=v.cost_usd * price_factor) for k, v in p.configs.items()})
         by_key = {c.key: c for c in p.candidates}
     m.C = pyo.Set(initialize=keys, ordered=True)
@@ -189,8 +219,11 @@ def build_model(p: Problem, weights: dict[str, float] | None = None, scales: dic
     devices = lambda keys_: sum(m.units[c] * by_key[c].device_count for c in keys_)
     onprem = [c for c in keys if by_key[c].kind == "onprem"]
     if cons.monthly_budget_usd is not None and "monthly_budget" not in drop:
+        energy_c = candidate_energy(m, p)
         m.monthly_budget = pyo.Constraint(expr=sum(m.units[c] * by_key[c].usd_per_month for c in keys)
-                                          + sum(m.choose[j, k] * cfg.cost_usd for (j, k), cfg in p.configs.items())
+                                          + (sum(energy_c[c] * by_key[c].electricity_usd_per_kwh for c in keys
+                                                 if by_key[c].electricity_usd_per_kwh)
+                                             + sum(m.choose[j, k] * cfg.cost_usd for (j, k), cfg in p.configs.items()))
                                           / s.horizon_months <= cons.monthly_budget_usd)
     if cons.capex_cap_usd is not None and "capex_cap" not in drop and onprem:
         m.capex_cap = pyo.Constraint(expr=sum(m.units[c] * by_key[c].capex_usd for c in onprem) <= cons.capex_cap_usd)

@@ -5,7 +5,7 @@ objective. Validation errors give the path of the bad key, e.g. `workloads[1].bu
     horizon_months: 12
     objective: cost                  # cost | energy | carbon | weighted
     weights: {cost: 1, energy: 0, carbon: 0}
-    utilization: 0.8                 # on-prem: share of hours doing useful work
+    utilization: 0.8                 # break-even of an on-prem server the plan does not hold (a held one: its load)
     workloads:
       - {name: chat, model: llama-2-7b, dtype: bf16, demand_rps: 20,
          buckets: [{input_len: 512, output_len: 128, share: 1.0}], slo: {ttft_s: 1.0, tpot_s: 0.05}}

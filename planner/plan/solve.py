@@ -10,7 +10,15 @@ import pyomo.environ as pyo
 
 from planner.errors import PlannerError
 from planner.plan.capacity import HOURS_PER_MONTH
-from planner.plan.optimize import InfeasibleError, Problem, build_model, build_problem, explain_infeasible, solve_model
+from planner.plan.optimize import (
+    InfeasibleError,
+    Problem,
+    build_model,
+    build_problem,
+    config_energy_kwh,
+    explain_infeasible,
+    solve_model,
+)
 from planner.plan.scenario import Scenario
 from planner.predict.context import Context, default_context
 
@@ -31,6 +39,34 @@ class PlanRow:
     """(flow, requests/s) this candidate serves."""
     trains: tuple[str, ...]
     price_date: str
+    usd_per_unit_month: float = 0.0
+    """Rental per unit-month (cloud), or the on-prem server's fixed cost per unit-month (capex over its
+    life, colocation, operations), whatever its load."""
+    electricity_usd_per_kwh: float = 0.0
+    """On-prem: the site's electricity price, billed on energy_kwh (cloud: 0, in the rental)."""
+    pue: float = 1.0
+    idle_kw_per_unit: float | None = 0.0
+    """Facility power of one unit carrying no load (devices at idle + the rest of the server, x PUE), kW."""
+    load_kw: float = 0.0
+    """Facility power the load adds above idle: Σ_f load_f x (serving kW_f - idle kW), kW."""
+    average_kw: float = 0.0
+    """units x idle_kw_per_unit + load_kw: the row's average facility power, kW."""
+    energy_kwh: float = 0.0
+    """average_kw x the horizon's hours (serving; training runs are listed apart)."""
+
+    @property
+    def hand_check(self) -> str:
+        """The row's energy and cost from its own printed figures, in one line."""
+        hours = self.energy_kwh / self.average_kw if self.average_kw else 0.0
+        idle = "idle not sourced" if self.idle_kw_per_unit is None else \
+            f"{self.units} x {self.idle_kw_per_unit:.3f} kW idle"
+        text = (f"energy {idle} + {self.load_kw:.3f} kW load = {self.average_kw:.3f} kW x {hours:,.0f} h "
+                f"= {self.energy_kwh:,.0f} kWh (PUE {self.pue:.2f} included); cost {self.units} x "
+                f"${self.usd_per_unit_month:,.0f}/unit-month")
+        if self.electricity_usd_per_kwh:
+            months = hours / HOURS_PER_MONTH
+            text += (f" + {self.energy_kwh:,.0f} kWh x ${self.electricity_usd_per_kwh:.4f}/kWh / {months:g} months")
+        return text + f" = ${self.usd_per_month:,.0f}/month"
 
 
 @dataclass(frozen=True)
@@ -68,6 +104,7 @@ class Plan:
 
 def _extract(m, p: Problem) -> tuple[tuple[PlanRow, ...], tuple[dict, ...], tuple[dict, ...], dict]:
     by_key = {c.key: c for c in p.candidates}
+    horizon_h = p.scenario.horizon_months * HOURS_PER_MONTH
     rows, assignments, training = [], [], []
     chosen_jobs = [(j, k) for j, k in m.K if pyo.value(m.choose[j, k]) > 0.5]
     for c in m.C:
@@ -86,16 +123,23 @@ def _extract(m, p: Problem) -> tuple[tuple[PlanRow, ...], tuple[dict, ...], tupl
                 serves.append((f, rps))
                 load += rps / cap.rps
                 assignments.append({"flow": f, "candidate": c, "share": share, "rps": rps, "tp": cap.tp,
-                                    "batch": cap.batch, "capacity_rps": cap.rps})
+                                    "batch": cap.batch, "capacity_rps": cap.rps, "kw_at_capacity": cap.kw_per_unit})
         trains = tuple(j for j, k in chosen_jobs if p.configs[(j, k)].candidate == c)
-        rows.append(PlanRow(c, cand.kind, cand.device_id, units, units * cand.device_count, units * cand.usd_per_month,
+        energy = pyo.value(m._energy_by_candidate[c])
+        average = energy / horizon_h
+        idle = units * (cand.idle_kw or 0.0)
+        usd_month = units * cand.usd_per_month + energy * cand.electricity_usd_per_kwh / p.scenario.horizon_months
+        rows.append(PlanRow(c, cand.kind, cand.device_id, units, units * cand.device_count, usd_month,
                             units * cand.capex_usd, units * cand.power_kw if cand.kind == "onprem" else 0.0,
-                            load / units if units else 0.0, tuple(serves), trains, cand.price_date))
+                            load / units if units else 0.0, tuple(serves), trains, cand.price_date,
+                            cand.usd_per_month, cand.electricity_usd_per_kwh, cand.pue, cand.idle_kw,
+                            max(0.0, average - idle), average, energy))
     for j, k in chosen_jobs:
         cfg = p.configs[(j, k)]
         training.append({"job": j, "candidate": cfg.candidate, "units": cfg.units, "tp": cfg.tp, "dp": cfg.dp,
                          "days": cfg.time_s / 86400, "cost_usd": cfg.cost_usd, "energy_kwh": cfg.energy_kwh or 0.0,
-                         "energy_known": cfg.energy_kwh is not None})
+                         "energy_known": cfg.energy_kwh is not None,
+                         "energy_counted_kwh": config_energy_kwh(cfg, by_key[cfg.candidate])})
     terms = {k: pyo.value(v) for k, v in m._terms.items()}
     return tuple(rows), tuple(assignments), tuple(training), terms
 
@@ -171,8 +215,13 @@ def solve(scenario: Scenario, ctx: Context | None = None, extras: bool = True) -
     usd_month = sum(r.usd_per_month for r in rows) + sum(t["cost_usd"] for t in training) / months
     notes = []
     by_key = {c.key: c for c in p.candidates}
-    if any(p.capacity[(a["flow"], a["candidate"])].kw_per_unit is None for a in assignments):
+    if any(p.capacity[(a["flow"], a["candidate"])].kw_per_unit is None for a in assignments) or \
+            any(r.idle_kw_per_unit is None for r in rows):
         notes.append("energy excludes candidates with no sourced TDP")
+    no_rest = sorted({r.device for r in rows if by_key[r.candidate].rest_source is None})
+    if no_rest:
+        notes.append(f"energy counts only the devices of {', '.join(no_rest)}: no sourced power for the rest of "
+                     "their servers (hardware_specs/energy/server_power.csv)")
     sourced = [by_key[r.candidate].kg_co2e_per_kwh is not None for r in rows]
     if not any(sourced):  # nothing to sum: unknown, not zero
         notes.append("carbon not sourced: no chosen candidate's region has a grid intensity in carbon.csv")
@@ -189,7 +238,7 @@ def solve(scenario: Scenario, ctx: Context | None = None, extras: bool = True) -
     own = {0.0: (terms["cost"], terms["energy"])} if positive == {"cost"} else \
         {1.0: (terms["cost"], terms["energy"])} if positive == {"energy"} else {}
     return Plan(**{**plan.__dict__, "best_single": best, "pareto": pareto(p, own=own),
-                   "sensitivity": sensitivity(p, terms["cost"], rows), "breakeven": breakeven(p, ctx)})
+                   "sensitivity": sensitivity(p, terms["cost"], rows), "breakeven": breakeven(p, ctx, rows)})
 
 
 SAVING_TOLERANCE = 1e-6
@@ -309,14 +358,19 @@ def sensitivity(p: Problem, base_cost: float, base_rows) -> tuple[dict, ...]:
     return tuple(out)
 
 
-def breakeven(p: Problem, ctx: Context) -> tuple[dict, ...]:
+def breakeven(p: Problem, ctx: Context, rows: tuple[PlanRow, ...] = ()) -> tuple[dict, ...]:
     """For each device both rentable (on demand) and buyable here: planner.plan.tco's comparison of one
-    server's worth of devices over the horizon at the scenario's utilization (the same numbers as
-    the app's Cost page). `breakeven_months` is None when buying never pays off within the server's
-    life, `breakeven_utilization` None when renting is cheaper at any utilization; `breakeven_why`
-    says both in words (planner.plan.tco.explain_breakeven)."""
+    server's worth of devices over the horizon (the same numbers as the app's Cost page). A server the
+    plan holds is compared as the plan runs it: at its row's utilization, drawing the row's idle
+    power and, at full use, the serving power the plan predicts, so that owning it over the horizon
+    costs what its row bills (row $/month x horizon when the horizon is the server's life). A server
+    the plan does not hold is compared at the scenario's utilization and its rating.
+    `breakeven_months` is None when buying never pays off within the server's life,
+    `breakeven_utilization` None when renting is cheaper at any utilization; `breakeven_why` says
+    both in words (planner.plan.tco.explain_breakeven)."""
     from planner.plan.tco import compare_tco
 
+    held = {r.candidate: r for r in rows}
     out = []
     for server in (c for c in p.candidates if c.kind == "onprem"):
         cloud = [c for c in p.candidates if c.kind == "cloud" and c.device_id == server.device_id
@@ -325,19 +379,27 @@ def breakeven(p: Problem, ctx: Context) -> tuple[dict, ...]:
             continue
         best = min(cloud, key=lambda c: c.usd_per_h / c.device_count)
         months = max(1, round(p.scenario.horizon_months))
-        t = compare_tco(server.device_id, p.scenario.candidates.site, best.instance_key, months,
-                        p.scenario.utilization, ctx=ctx)
+        row = held.get(server.key)
+        u, power = p.scenario.utilization, {}
+        if row is not None and row.utilization > 0 and row.idle_kw_per_unit is not None:
+            u = min(1.0, row.utilization)
+            idle_w = row.idle_kw_per_unit * 1000 / row.pue
+            per_unit_w = row.average_kw / row.units * 1000 / row.pue
+            power = {"idle_w": idle_w, "load_w": idle_w + (per_unit_w - idle_w) / u}
+        t = compare_tco(server.device_id, p.scenario.candidates.site, best.instance_key, months, u, ctx=ctx,
+                        server=ctx.catalog.server(server.key.split(":", 1)[1].split("@", 1)[0]).id, **power)
         last = t.table.iloc[-1]
         out.append({"device": server.device_id, "server": server.key, "cloud_instance": best.key,
                     "cloud_price_date": t.cloud_price_date, "capex_date": t.capex_date,
-                    "cloud_usd_per_month": t.cloud_usd_per_h * HOURS_PER_MONTH * p.scenario.utilization,
+                    "cloud_usd_per_month": t.cloud_usd_per_h * HOURS_PER_MONTH * u,
                     "onprem_opex_usd_per_month": t.onprem_opex_usd_per_month, "capex_usd": t.capex_usd,
                     "cloud_over_horizon_usd": float(last["cloud_usd"]),
                     "onprem_over_horizon_usd": float(last["onprem_usd"]),
                     "breakeven_months": t.breakeven_month, "breakeven_utilization": t.breakeven_utilization,
                     "lifetime_months": t.lifetime_months,
                     "onprem_usd_per_month_full_use": t.onprem_usd_per_month_full_use,
-                    "cloud_usd_per_month_full_use": t.cloud_usd_per_month_full_use, "breakeven_why": t.breakeven_why})
+                    "cloud_usd_per_month_full_use": t.cloud_usd_per_month_full_use, "breakeven_why": t.breakeven_why,
+                    "utilization": u, "utilization_from": "plan" if power else "scenario"})
     return tuple(out)
 
 

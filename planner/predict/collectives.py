@@ -13,6 +13,9 @@ A curve's time at M bytes, with measured points (b_1, t_1) .. (b_k, t_k), b asce
                         (so t = t_k + (M - b_k) · (t_k - t_k-1) / (b_k - b_k-1); α is the intercept and
                         comes out negative when the last segment is steeper than the line through the
                         origin; if t_k <= t_k-1, α = 0 and β = f · b_k / t_k)
+and then at most the time of any larger measured size, min(that, t_j for every b_j >= M): a message can
+be padded to a larger one, so a measured curve whose time dips with size (two algorithms crossing, noise
+at small sizes) is read as its lower envelope, non-decreasing in M (tests/predict/test_collectives.py);
 with f the bus factor of nccl-tests: 2(n-1)/n for an all-reduce, (n-1)/n for all-gather,
 reduce-scatter and all-to-all, 1 for point-to-point. A GPU count n that was not measured inside one
 node takes the nearest measured count m (the larger on a tie) scaled by the ring step factor:
@@ -86,16 +89,17 @@ class Curve:
         """Seconds at `message_bytes` (module docstring: interpolation and both extrapolations)."""
         b, t = self.message_bytes, self.time_s
         if message_bytes <= b[0]:
-            return t[0]
+            return min(t)
         if message_bytes > b[-1]:
             latency_s, bw = self.asymptote()
             return latency_s + message_bytes * bus_factor(self.op, self.gpus) / bw
         hi = bisect.bisect_left(b, message_bytes)  # b[hi-1] < message_bytes <= b[hi]
+        above = min(t[hi:])  # the padding envelope (module docstring)
         if message_bytes == b[hi]:
-            return t[hi]
+            return above
         lo = hi - 1
         w = (math.log(message_bytes) - math.log(b[lo])) / (math.log(b[hi]) - math.log(b[lo]))
-        return math.exp(math.log(t[lo]) + w * (math.log(t[hi]) - math.log(t[lo])))
+        return min(above, math.exp(math.log(t[lo]) + w * (math.log(t[hi]) - math.log(t[lo]))))
 
     def label(self) -> str:
         what = f"{self.engine} all-reduce" if self.engine else self.op

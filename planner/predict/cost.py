@@ -13,7 +13,9 @@ On-prem TCO per hour of a server (Barroso et al., The Datacenter as a Computer, 
   + provisioned kW x colocation $/kW-month / 730 h
   + ops $/server-year / 8766 h
 At a utilization u < 1 the fixed costs are spread over u of the hours: $ per useful hour = (fixed
-per hour) / u + energy per useful hour.
+per hour) / u + energy per useful hour (`predict --utilization`: the price of an hour of work). A plan
+(planner/plan) holds each unit every hour at full capacity, and bills `onprem_fixed_usd_per_h` per
+unit-hour whatever its load, with electricity on the energy it draws.
 """
 
 from __future__ import annotations
@@ -125,22 +127,29 @@ def onprem_cost(server: Server, site: Site, devices: int, device_power_w: float,
     it_power_w = devices * device_power_w + units * rest_w
     facility_w = it_power_w * site.pue
     capex = units * server.capex_usd
+    one, excluded = onprem_fixed_usd_per_h(server, site, (server.power_w or it_power_w / units) / 1000)
+    fixed_per_h = units * one
+    energy_per_h = facility_w / 1000 * site.electricity_usd_per_kwh
+    return CostBasis(fixed_per_h / utilization + energy_per_h, "onprem",
+                     f"{units} x {server.id} at site {site.id} ({utilization:.0%} utilized)", units, server.date,
+                     (f"onprem_servers.csv:{server.id}", f"sites.csv:{site.id}"), capex, facility_w, tuple(excluded),
+                     region=f"site:{site.id}", pue=site.pue, carbon_kg_per_kwh=site.carbon_kg_per_kwh)
+
+
+def onprem_fixed_usd_per_h(server: Server, site: Site, provisioned_kw: float) -> tuple[float, tuple[str, ...]]:
+    """($ per hour of one `server` at `site` that does not depend on its load, the terms left out):
+    capex / (lifetime_years x 8766 h) + provisioned kW x colocation $/kW-month / 730.5 h + ops $/server-year
+    / 8766 h. The unit keeps its full capacity every hour, so no utilization divides it (planner plan)."""
     excluded = []
-    provisioned_kw = units * (server.power_w or it_power_w / units) / 1000
     colocation = site.colocation_usd_per_kw_month
     if colocation is None:
         excluded.append("colocation (none at this site)")
     ops = site.ops_usd_per_server_per_year
     if ops is None:
         excluded.append("operations staff (no sourced figure for this site)")
-    fixed_per_h = (capex / (site.lifetime_years * HOURS_PER_YEAR)
-                   + provisioned_kw * (colocation or 0.0) / HOURS_PER_MONTH
-                   + units * (ops or 0.0) / HOURS_PER_YEAR)
-    energy_per_h = facility_w / 1000 * site.electricity_usd_per_kwh
-    return CostBasis(fixed_per_h / utilization + energy_per_h, "onprem",
-                     f"{units} x {server.id} at site {site.id} ({utilization:.0%} utilized)", units, server.date,
-                     (f"onprem_servers.csv:{server.id}", f"sites.csv:{site.id}"), capex, facility_w, tuple(excluded),
-                     region=f"site:{site.id}", pue=site.pue, carbon_kg_per_kwh=site.carbon_kg_per_kwh)
+    fixed = (server.capex_usd / (site.lifetime_years * HOURS_PER_YEAR)
+             + provisioned_kw * (colocation or 0.0) / HOURS_PER_MONTH + (ops or 0.0) / HOURS_PER_YEAR)
+    return fixed, tuple(excluded)
 
 
 def server_for(catalog: Catalog, device: Device) -> Server:

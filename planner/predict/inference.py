@@ -21,7 +21,8 @@ from planner.errors import ConfigError
 from planner.memo import IdentityMemo
 from planner.predict.context import Target
 from planner.predict.memory import kv_capacity_tokens, serving_memory
-from planner.predict.parallel import layer_comm_s, pipeline_hop_s
+from planner.predict.diagnosis import StepParts, notes, pass_parts
+from planner.predict.parallel import layer_collectives, layer_comm_s, pipeline_hop_s
 from planner.predict.prediction import CostOptions, Prediction, make_prediction, price
 from planner.predict.timing import stage_times
 from planner.workload.device_graph import DeviceGraph, device_graph
@@ -64,6 +65,22 @@ def _pass_time(target: Target, dg: DeviceGraph, tokens: int, stages) -> tuple[fl
     return wall, busy, energy
 
 
+def step_parts(target: Target, dg: DeviceGraph, tokens: int) -> StepParts:
+    """Where the wall time of pass_time's pass goes (planner/predict/diagnosis.py): from the same stage
+    times, collectives and pipeline sends that pass_time adds up."""
+    device, defaults, node = target.device, target.defaults, target.node_size
+    stages = stage_times(dg, device, target.efficiency, target.power)
+    comm = [layer_comm_s(dg, s, tokens, device, defaults, node) for s in range(len(stages))]
+    return pass_parts(stages, comm, [layer_collectives(dg, s) for s in range(len(stages))],
+                      pipeline_hop_s(dg, tokens, device, defaults, node))
+
+
+def _diagnosis(parts: StepParts, step: str, engine: str, pp: int) -> tuple[dict[str, float], list[str]]:
+    """The shares of a diagnosed step (metrics) and its notes."""
+    schedule = f"a batch passes the {pp} stages one after another" if pp > 1 else ""
+    return parts.metrics(), notes(parts, step, engine, schedule)
+
+
 def batch_energy(target: Target, par: Parallelism, wall_s: float, busy: list[float], energy: list[float]) -> float:
     # per model copy: tp devices per stage, each busy for its ops and idle for the rest of the wall time
     idle = target.power.idle_w(target.device)
@@ -74,15 +91,14 @@ def batch_energy(target: Target, par: Parallelism, wall_s: float, busy: list[flo
 def _llm(target: Target, model: Model, par: Parallelism, batch: int, input_len: int, output_len: int,
          dtype: str, cost: CostOptions, engine: str = "eager") -> Prediction:
     # what one model copy does is the same for every dp, price and utilization: worked out once per layout
-    ttft, busy, energy, tpot, decode_busy, decode_energy, memory, capacity = _COPIES.get(
+    ttft, busy, energy, tpot, decode_busy, decode_energy, memory, capacity, parts = _COPIES.get(
         (target, model), (par.tp, par.pp, par.ep, par.zero, par.microbatches, par.overlap, batch, input_len,
                           output_len, dtype, engine),
         lambda: _llm_copy(target, model, par, batch, input_len, output_len, dtype, engine))
     steps = output_len - 1
     latency = ttft + steps * tpot
-    # share of a decode step (a prefill when there is none) the device waits on the host's dispatch
-    step_s, step_busy = (tpot, decode_busy) if output_len > 1 else (ttft, busy)
-    host_wait = max(0.0, 1 - max(step_busy) / step_s) if step_s > 0 else 0.0
+    # what bounds a decode step (a prefill when there is none): shares of its time, and notes
+    shares, diagnosis = _diagnosis(parts, "decode step" if output_len > 1 else "prefill", engine, par.pp)
     throughput = par.dp * batch * output_len / latency
     total_busy = [b + steps * d for b, d in zip(busy, decode_busy)]
     total_energy = [e + steps * d for e, d in zip(energy, decode_energy)]
@@ -93,14 +109,14 @@ def _llm(target: Target, model: Model, par: Parallelism, batch: int, input_len: 
                "latency_s": latency, "throughput_tokens_per_s": throughput,
                "j_per_output_token": energy_j / (par.dp * batch * output_len), "average_power_w_per_gpu": avg_power,
                "kv_cache_bytes_per_token_per_gpu": memory.kv_cache_bytes / max(1, batch * (input_len + output_len)),
-               "host_wait_fraction": host_wait}
+               **shares}
     if capacity is not None:
         metrics["kv_cache_capacity_tokens"] = capacity
         metrics["max_batch_in_memory"] = capacity // (input_len + output_len)
     if basis is not None:
         metrics["usd_per_million_output_tokens"] = basis.usd_per_h / (throughput * 3600) * 1e6
     return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics, engine,
-                           cost.pricing, par.tp)
+                           cost.pricing, par.tp, diagnosis)
 
 
 _COPIES = IdentityMemo(8192)
@@ -109,22 +125,28 @@ _COPIES = IdentityMemo(8192)
 def _llm_copy(target: Target, model: Model, par: Parallelism, batch: int, input_len: int, output_len: int,
               dtype: str, engine: str) -> tuple:
     """One model copy serving `batch` requests: (ttft, prefill busy and energy per stage, tpot, decode busy
-    and energy per stage (means of the first and last step), memory per device, KV tokens that fit).
+    and energy per stage (means of the first and last step), memory per device, KV tokens that fit, the
+    StepParts of the diagnosed step: the mean decode step, or the prefill when there is none).
     Nothing here reads dp, the price or the utilization (par.dp only replicates the copy)."""
     prefill = _prefill(model, par, batch, input_len, dtype, engine)
     ttft, busy, energy = pass_time(target, prefill, batch * input_len)
     tpot = 0.0
     decode_busy, decode_energy = [0.0] * par.pp, [0.0] * par.pp
+    parts = None
     if output_len > 1:
         ends = (input_len, input_len + output_len - 1)
-        passes = [pass_time(target, device_graph(model, Workload("decode", batch, context_len=c, dtype=dtype, engine=engine), par),
-                             batch) for c in ends]
+        graphs = [device_graph(model, Workload("decode", batch, context_len=c, dtype=dtype, engine=engine), par)
+                  for c in ends]
+        passes = [pass_time(target, dg, batch) for dg in graphs]
+        parts = (step_parts(target, graphs[0], batch) + step_parts(target, graphs[1], batch)).scaled(0.5)
         tpot = sum(p[0] for p in passes) / 2
         decode_busy = [sum(p[1][s] for p in passes) / 2 for s in range(par.pp)]
         decode_energy = [sum(p[2][s] for p in passes) / 2 for s in range(par.pp)]
     memory = _memory(target, prefill, batch, input_len, output_len)  # after the timing: its errors come first
     capacity = kv_capacity_tokens(prefill, target.device, target.defaults)  # KV tokens that fit per model copy
-    return ttft, tuple(busy), tuple(energy), tpot, tuple(decode_busy), tuple(decode_energy), memory, capacity
+    if parts is None:
+        parts = step_parts(target, prefill, batch * input_len)
+    return ttft, tuple(busy), tuple(energy), tpot, tuple(decode_busy), tuple(decode_energy), memory, capacity, parts
 
 
 def _prefill(model: Model, par: Parallelism, batch: int, input_len: int, dtype: str, engine: str) -> DeviceGraph:
@@ -156,18 +178,19 @@ def _forward(target: Target, model: Model, par: Parallelism, batch: int, seq_len
     dg = device_graph(model, Workload("forward", batch, seq_len, image_size=image_size, dtype=dtype, engine=engine),
                       par)
     latency, busy, energy = pass_time(target, dg, batch * (seq_len or 1))
+    shares, diagnosis = _diagnosis(step_parts(target, dg, batch * (seq_len or 1)), "forward pass", engine,
+                                   par.pp)
     throughput = par.dp * batch / latency
     energy_j = batch_energy(target, par, latency, busy, energy)
     memory = serving_memory(dg, batch, 0, target.device, target.defaults)
     avg_power = energy_j / (par.devices * latency)
     basis = price(target, par.devices, cost, avg_power, par.tp)
     metrics = {"batch": batch, "latency_s": latency, "throughput_samples_per_s": throughput,
-               "j_per_sample": energy_j / (par.dp * batch), "average_power_w_per_gpu": avg_power,
-               "host_wait_fraction": max(0.0, 1 - max(busy) / latency) if latency > 0 else 0.0}
+               "j_per_sample": energy_j / (par.dp * batch), "average_power_w_per_gpu": avg_power, **shares}
     if basis is not None:
         metrics["usd_per_thousand_samples"] = basis.usd_per_h / (throughput * 3600) * 1e3
     return make_prediction(target, model, par, "inference", dtype, memory, energy_j, basis, metrics, engine,
-                           cost.pricing, par.tp)
+                           cost.pricing, par.tp, diagnosis)
 
 
 def prompt_len(model: Model, input_len: int | None, output_len: int, dtype: str) -> int:

@@ -217,21 +217,38 @@ def layer_comm_s(dg: DeviceGraph, stage: int, tokens: int, device: Device, defau
     and backward.
     """
     par, cfg = dg.parallelism, dg.config
-    if dg.model.family != "decoder" or (par.tp == 1 and par.ep == 1):
+    allreduces, alltoalls = _layer_counts(dg, stage)
+    if not allreduces and not alltoalls:
         return 0.0
-    layers = dg.layers_on_stage(stage)
     message = activation_bytes(dg, tokens)
     total = 0.0
-    if par.tp > 1:
-        per_layer = 1 if cfg.parallel_block else 2
-        count = layers * per_layer + (1 if stage == 0 else 0)
-        total += count * collective_time_s("allreduce", message, par.tp, device, defaults, node,
-                                           engine=dg.workload.engine)
-    if par.ep > 1 and cfg.num_experts:
+    if allreduces:
+        total += allreduces * collective_time_s("allreduce", message, par.tp, device, defaults, node,
+                                                engine=dg.workload.engine)
+    if alltoalls:
         routed = message * cfg.experts_per_token
         per_node = max(1, node // par.pp)
-        total += layers * 2 * collective_time_s("alltoall", routed, par.ep, device, defaults, per_node)
+        total += alltoalls * collective_time_s("alltoall", routed, par.ep, device, defaults, per_node)
     return total * passes
+
+
+def layer_collectives(dg: DeviceGraph, stage: int, passes: int = 1) -> dict[str, int]:
+    """The collectives layer_comm_s times for one stage, by kind: {"tensor-parallel all-reduce": n,
+    "expert-parallel all-to-all": n} (kinds with none left out)."""
+    allreduces, alltoalls = _layer_counts(dg, stage)
+    counts = {"tensor-parallel all-reduce": allreduces * passes, "expert-parallel all-to-all": alltoalls * passes}
+    return {kind: n for kind, n in counts.items() if n}
+
+
+def _layer_counts(dg: DeviceGraph, stage: int) -> tuple[int, int]:
+    """(TP all-reduces, EP all-to-alls) of one stage per pass (layer_comm_s's docstring)."""
+    par, cfg = dg.parallelism, dg.config
+    if dg.model.family != "decoder" or (par.tp == 1 and par.ep == 1):
+        return 0, 0
+    layers = dg.layers_on_stage(stage)
+    allreduces = layers * (1 if cfg.parallel_block else 2) + (1 if stage == 0 else 0) if par.tp > 1 else 0
+    alltoalls = layers * 2 if par.ep > 1 and cfg.num_experts else 0
+    return allreduces, alltoalls
 
 
 def pipeline_hop_s(dg: DeviceGraph, tokens: int, device: Device, defaults: Defaults, node: int) -> float:

@@ -158,14 +158,13 @@ def _footprint(target: Target, basis, metrics: dict, energy_j: float, per: str, 
 
 def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: str,
                     memory: MemoryBreakdown, energy_j: float, basis: CostBasis | None, metrics: dict,
-                    engine: str = "eager", pricing: str = "on_demand", group: int = 1) -> Prediction:
-    """Assemble a Prediction: energy footprint per job, notes on what is missing, tier and rows used."""
+                    engine: str = "eager", pricing: str = "on_demand", group: int = 1,
+                    diagnosis: list[str] | tuple[str, ...] = ()) -> Prediction:
+    """Assemble a Prediction: energy footprint per job, notes on what is missing, tier and rows used;
+    `diagnosis`: the notes on what bounds the step (planner/predict/diagnosis.py), after the tier's."""
     device, eff = target.device, target.efficiency
     notes = [f"tier {eff.tier}: {eff.source}"] if getattr(eff, "source", "") else []
-    if metrics.get("host_wait_fraction", 0.0) > 0.5:
-        notes.append(f"host-bound: the device waits {metrics['host_wait_fraction']:.0%} of each step on the host's "
-                     f"kernel dispatch ({engine} launches every op from Python); an engine with CUDA graphs or "
-                     "fused kernels does not")
+    notes.extend(diagnosis)
     if "j_per_output_token" in metrics:
         _footprint(target, basis, metrics, metrics["j_per_output_token"], "million_output_tokens", 1e6, notes)
     elif "j_per_sample" in metrics:

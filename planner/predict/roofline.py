@@ -12,6 +12,11 @@ than the compute dtype (quantized weights, quantized activations, a quantized KV
 recipe's GEMM dtype (attention: its attention dtype): w4a16 at the 16-bit peak, fp8 at the fp8 peak,
 nvfp4 at the fp4 peak. A device with no peak for that dtype (fp4 on an H100) is an error that names
 the recipe: there is no silent fallback to a slower path.
+
+Padding envelope (planner/predict/envelope.py). Decode attention, and in a step replayed as a CUDA
+graph a GEMM of few rows, are timed on the envelope of the op padded up to larger sizes: never slower
+than a padded kernel, and non-decreasing as their batch, context or rows grow, whatever the
+interpolated efficiencies read; never below the roofline.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from planner.errors import UnsupportedError
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import EfficiencyModel
+from planner.predict.envelope import envelope_s
 from planner.workload.capture import OpRecord
 from planner.workload.counting import OpCost
 from planner.workload.quant import precision
@@ -86,8 +92,28 @@ def matrix_peak(device: Device, dtype: str, graph_dtype: str) -> float:
 
 
 def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device: Device,
-            efficiency: EfficiencyModel) -> OpTime:
-    """Predict one op's time on `device` (seconds)."""
+            efficiency: EfficiencyModel, rows_pad: bool = False) -> OpTime:
+    """Predict one op's time on `device` (seconds); decode attention, and with `rows_pad` (a step replayed as a
+    CUDA graph) a GEMM of few rows, on the padding envelope (planner/predict/envelope.py), its parts scaled to
+    that time."""
+    own = _op_time(rec, category, cost, graph_dtype, device, efficiency)
+    if own.bound == "none":
+        return own
+    floor = roofline_s(cost.flop, cost.bytes, own.peak_flop_per_s, device.mem_bytes_per_s, 1.0, 1.0, 0.0)[0]
+    enveloped = envelope_s(rec, category, cost, lambda r, c: _op_time(r, category, c, graph_dtype, device,
+                                                                      efficiency).time_s, floor, rows_pad)
+    return own if enveloped is None else scaled(own, enveloped)
+
+
+def scaled(t: OpTime, time_s: float) -> OpTime:
+    """`t` with its time set to `time_s` and its compute, memory and overhead parts scaled alike (its bound
+    kept)."""
+    f = time_s / t.time_s if t.time_s > 0 else 1.0
+    return OpTime(time_s, t.compute_s * f, t.memory_s * f, t.overhead_s * f, t.bound, t.peak_flop_per_s)
+
+
+def _op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device: Device,
+             efficiency: EfficiencyModel) -> OpTime:
     if rec.op.startswith("fused."):
         # a fused group's record is its anchor op's (lowering.py): the efficiency of a memory-bound group
         # is read at the bytes the whole kernel moves, not at its first op's tensors (a rotary table's
@@ -120,3 +146,4 @@ def roofline_s(flop: float, nbytes: float, peak_flop_per_s: float, mem_bytes_per
     else:
         bound = "compute" if compute >= memory else "memory"
     return max(compute, memory) + overhead_s, compute, memory, bound
+

@@ -21,13 +21,21 @@ lower clocks that limit sustains (PowerModel.sustained). The seconds this adds a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import EfficiencyModel
 from planner.memo import IdentityMemo
 from planner.predict.energy import PowerModel
-from planner.predict.roofline import MATRIX_CATEGORIES, matrix_peak, op_dtype, op_time, roofline_s, vector_peak
+from planner.predict.envelope import envelope_s
+from planner.predict.roofline import (
+    MATRIX_CATEGORIES,
+    matrix_peak,
+    op_dtype,
+    op_time,
+    roofline_s,
+    vector_peak,
+)
 from planner.workload.device_graph import DeviceGraph, Part
 from planner.workload.engines import get_engine
 
@@ -51,6 +59,9 @@ class StageTime:
     """Joules by phase."""
     power_limited_s: float = 0.0
     """Seconds of `time_s` added by the power limit (kernels slowed from their burst clocks)."""
+    cells_s: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    """Seconds of ops by (phase, category, roofline bound): breakdown_s and bound_s are its sums (less the
+    launch wait), read by planner/predict/diagnosis.py."""
 
     def phase_s(self, phase: str) -> float:
         """Seconds of the ops of one phase ("forward", "backward", "optimizer")."""
@@ -103,16 +114,20 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
     bound: dict[str, float] = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
     launches: dict[str, int] = {}
     breakdown: dict[tuple[str, str], float] = {}
+    cells: dict[tuple[str, str, str], float] = {}
     phase_energy: dict[str, float] = {}
     rows = []
-    timed, peaks, curve = _OP_TIMES.get((device, efficiency, power), (dg.dtype,), lambda: (
+    # a GEMM's rows pad in a step the engine replays as a CUDA graph (planner/predict/envelope.py)
+    rows_pad = get_engine(dg.workload.engine).replays(dg.workload.mode)
+    timed, peaks, curve = _OP_TIMES.get((device, efficiency, power), (dg.dtype, rows_pad), lambda: (
         {}, {}, power.curve_for(device) if type(power) is PowerModel else None))
     ops, views, kernels, flop, nbytes, kernel_launches = _plan(part, dg.dtype)
     if views is not None:
         first_view, view_launches = views
         found = timed.get("view")
         if found is None:
-            found = timed["view"] = _time_op(first_view, None, dg.dtype, device, efficiency, power, peaks, curve)
+            found = timed["view"] = _time_op(first_view, None, dg.dtype, device, efficiency, power, peaks, curve,
+                                             rows_pad=rows_pad)
         if found[1] is None:  # views cost this device nothing: the host only dispatches them
             for key, count in view_launches.items():
                 launches[key] = launches.get(key, 0) + count
@@ -125,7 +140,8 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
         if found is None:
             if len(timed) >= 100_000:
                 timed.clear()
-            found = timed[slot] = _time_op(op, matrix_dtype, dg.dtype, device, efficiency, power, peaks, curve)
+            found = timed[slot] = _time_op(op, matrix_dtype, dg.dtype, device, efficiency, power, peaks, curve,
+                                           timed, rows_pad)
         op_s = found[1]
         if op_s is None:
             continue
@@ -135,17 +151,19 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
         energy += e * count
         bound[found[2]] += op_total_s
         breakdown[key] = breakdown.get(key, 0.0) + op_total_s
+        cell = (*key, found[2])
+        cells[cell] = cells.get(cell, 0.0) + op_total_s
         phase_energy[phase] = phase_energy.get(phase, 0.0) + e * count
         if with_rows:
             rows.append(OpRow(op.record.module, op.record.op, op.category, count, op.cost.flop, op.cost.bytes,
                               op_s, found[2], e))
     for phase, count in kernel_launches.items():  # each kernel op launches one kernel per call
         launches[phase] = launches.get(phase, 0) + count
-    return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches, limited
+    return time, energy, flop, nbytes, bound, rows, breakdown, phase_energy, launches, limited, cells
 
 
 def _time_op(op, matrix_dtype: str | None, graph_dtype: str, device: Device, efficiency: EfficiencyModel,
-             power: PowerModel, peaks: dict, curve) -> tuple:
+             power: PowerModel, peaks: dict, curve, memo: dict | None = None, rows_pad: bool = False) -> tuple:
     """(burst seconds, sustained seconds (None: a view that costs nothing), bound, energy J, record, cost) of
     one op: op_time, then PowerModel.sustained_energy_j, by the same arithmetic (roofline.roofline_s,
     PowerModel.sustained_op) with the device's peak for each dtype read once into `peaks`, its power curve
@@ -153,21 +171,44 @@ def _time_op(op, matrix_dtype: str | None, graph_dtype: str, device: Device, eff
     the memo's key holds their ids."""
     rec, category, cost = op.record, op.category, op.cost
     if category == "view" or type(power) is not PowerModel:
-        burst = op_time(rec, category, cost, graph_dtype, device, efficiency)
+        burst = op_time(rec, category, cost, graph_dtype, device, efficiency, rows_pad)
         if burst.bound == "none":
             return burst.time_s, None, "none", 0.0, rec, cost
         t, e = power.sustained_energy_j(burst, device, cost)
         return burst.time_s, t.time_s, t.bound, e, rec, cost
-    if rec.op.startswith("fused."):  # op_time: a fused group's efficiency is read at its kernel's bytes
-        compute_eff, memory_eff, overhead = efficiency.efficiencies(rec, category, device, nbytes=cost.bytes)
-    else:
-        compute_eff, memory_eff, overhead = efficiency.efficiencies(rec, category, device)
     peak = peaks.get(matrix_dtype)
     if peak is None:
         peak = peaks[matrix_dtype] = (vector_peak(device, graph_dtype) if matrix_dtype is None
                                       else matrix_peak(device, matrix_dtype, graph_dtype))
+
+    def effs(r, c) -> tuple[float, float, float]:
+        # (compute, memory efficiency, overhead) of the op or a resized one; a resized op's are met again from
+        # every op of its shape family on this device: looked up once (`memo`)
+        if r is rec:
+            if rec.op.startswith("fused."):  # op_time: a fused group's efficiency is read at its kernel's bytes
+                return efficiency.efficiencies(rec, category, device, nbytes=cost.bytes)
+            return efficiency.efficiencies(rec, category, device)
+        # resized records are interned (envelope.py): keyed by identity, the record kept to check it is the same
+        key = ("resized", id(r), c.bytes if r.op.startswith("fused.") else None)
+        found = memo.get(key) if memo is not None else None
+        if found is None or found[0] is not r:
+            found = (r, efficiency.efficiencies(r, category, device, nbytes=c.bytes) if r.op.startswith("fused.")
+                     else efficiency.efficiencies(r, category, device))
+            if memo is not None:
+                memo[key] = found
+        return found[1]
+
+    compute_eff, memory_eff, overhead = effs(rec, cost)
     time_s, compute, memory, bound = roofline_s(cost.flop, cost.bytes, peak, device.mem_bytes_per_s, compute_eff,
                                                 memory_eff, overhead)
+    # a GEMM of few rows or decode attention on the padding envelope (planner/predict/envelope.py), its parts
+    # scaled to that time as roofline.op_time scales them; power drawn at the op's own FLOP and bytes
+    floor = roofline_s(cost.flop, cost.bytes, peak, device.mem_bytes_per_s, 1.0, 1.0, 0.0)[0]
+    enveloped = envelope_s(rec, category, cost, lambda r, c: roofline_s(c.flop, c.bytes, peak, device.mem_bytes_per_s,
+                                                                        *effs(r, c))[0], floor, rows_pad)
+    if enveloped is not None:
+        f = enveloped / time_s if time_s > 0 else 1.0
+        time_s, compute, memory, overhead = enveloped, compute * f, memory * f, overhead * f
     sustained_s, bound, energy = power.sustained_op(time_s, compute, memory, overhead, bound, peak, device, cost, curve)
     return time_s, sustained_s, bound, energy, rec, cost
 
@@ -242,11 +283,12 @@ def _stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, p
         time = energy = flop = nbytes = limited = 0.0
         bound = {"compute": 0.0, "memory": 0.0, "overhead": 0.0, "launch": 0.0}
         breakdown: dict[tuple[str, str], float] = {}
+        cells: dict[tuple[str, str, str], float] = {}
         phase_energy: dict[str, float] = {}
         launches: dict[str, int] = {}
         for part, n in dg.stage_parts(stage):
             role = "layer" if part is dg.layer else ("first" if part is dg.first else "last")
-            t, e, f, b, bnd, _, brk, pe, ln, lim = cache[role]
+            t, e, f, b, bnd, _, brk, pe, ln, lim, cel = cache[role]
             limited += n * lim
             for k, v in ln.items():
                 launches[k] = launches.get(k, 0) + n * v
@@ -257,6 +299,8 @@ def _stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, p
                 breakdown[k] = breakdown.get(k, 0.0) + n * v
             for k, v in pe.items():
                 phase_energy[k] = phase_energy.get(k, 0.0) + n * v
+            for k, v in cel.items():
+                cells[k] = cells.get(k, 0.0) + n * v
         for phase, count in launches.items():
             if phase.endswith(":view"):
                 continue
@@ -266,7 +310,7 @@ def _stage_times(dg: DeviceGraph, device: Device, efficiency: EfficiencyModel, p
                 breakdown[(phase, "launch")] = waiting
                 bound["launch"] += waiting
                 time += waiting
-        stages.append(StageTime(time, energy, flop, nbytes, bound, breakdown, phase_energy, limited))
+        stages.append(StageTime(time, energy, flop, nbytes, bound, breakdown, phase_energy, limited, cells))
     return stages
 
 

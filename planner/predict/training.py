@@ -22,7 +22,8 @@ from dataclasses import replace
 from planner.errors import ConfigError
 from planner.predict.context import Target
 from planner.predict.memory import stage_params, training_memory
-from planner.predict.parallel import collective_time_s, layer_comm_s, pipeline_hop_s
+from planner.predict.diagnosis import StepParts, comm_parts, notes, op_parts
+from planner.predict.parallel import collective_time_s, layer_collectives, layer_comm_s, pipeline_hop_s
 from planner.predict.prediction import CostOptions, Prediction, make_prediction, price
 from planner.predict.timing import stage_times
 from planner.workload.device_graph import device_graph
@@ -66,15 +67,16 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     tokens = micro_batch * (workload.seq_len or 1)
     samples = micro_batch * par.dp * microbatches
 
-    per_mb = []
+    per_mb, comms = [], []
+    passes = 3 if recompute == "full" else 2
     for s, st in enumerate(stages):
         forward, backward = st.phase_s("forward"), st.phase_s("backward")
         if recompute == "full":
             backward += forward
         elif recompute == "selective":
             backward += st.breakdown_s.get(("forward", "attention"), 0.0)
-        comm = layer_comm_s(step_graph, s, tokens, device, defaults, node,
-                            passes=3 if recompute == "full" else 2)
+        comm = layer_comm_s(step_graph, s, tokens, device, defaults, node, passes=passes)
+        comms.append(comm)
         per_mb.append(forward + backward + comm)
     hop = pipeline_hop_s(step_graph, tokens, device, defaults, node)
     slowest = max(per_mb) + (2 * hop if par.pp > 1 else 0.0)
@@ -102,6 +104,8 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     backward_total = microbatches * max(st.phase_s("backward") for st in stages)
     exposed = dp_comm - min(par.overlap * dp_comm, backward_total)
     step = pipeline + optimizer + exposed
+    parts = _step_parts(stages, per_mb, comms, [layer_collectives(step_graph, s, passes) for s in range(par.pp)],
+                        hop, par, microbatches, recompute, exposed, _dp_collectives(par, microbatches))
 
     # model FLOP: forward and backward of the unsharded model, per micro-batch, x micro-batches x dp
     whole = device_graph(model, workload, Parallelism())
@@ -130,10 +134,8 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     tokens_per_step = samples * (workload.seq_len or 1)
     metrics = {"micro_batch": micro_batch, "global_batch": samples, "microbatches": microbatches,
                "seq_len": workload.seq_len, "step_time_s": step, "samples_per_s": samples / step, "mfu": mfu, "model_flop_per_step": model_flop,
-               "pipeline_bubble_fraction": (par.pp - 1) / (microbatches + par.pp - 1),
                "dp_comm_exposed_s": exposed, "optimizer_s": optimizer, "average_power_w_per_gpu": avg_power,
-               "host_wait_fraction": min(1.0, max(st.bound_s.get("launch", 0.0) * microbatches for st in stages) / step),
-               "j_per_step": energy_j}
+               "j_per_step": energy_j, **parts.metrics()}
     if workload.seq_len:  # token models only: a sample of a vision model is an image, not a token
         metrics["tokens_per_s"] = tokens_per_step / step
     if train_tokens is not None:
@@ -145,8 +147,11 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
         metrics["energy_to_train_j"] = steps * energy_j
         if basis is not None:
             metrics["cost_to_train_usd"] = steps * step / 3600 * basis.usd_per_h
+    schedule = (f"1F1B: {par.pp - 1} of the {microbatches + par.pp - 1} slots of {microbatches} micro-batches "
+                f"through {par.pp} stages, (pp-1)/(M+pp-1) = {(par.pp - 1) / (microbatches + par.pp - 1):.0%} "
+                "of the pipeline, fill and drain")
     p = make_prediction(target, model, par, "training", dtype, memory, energy_j, basis, metrics, engine, cost.pricing,
-                        group)
+                        group, notes(parts, "training step", engine, schedule))
     from planner.workload.graphs import MIXED_PRECISION, OPTIMIZERS
     if workload.mixed_precision != "none":
         p = replace(p, notes=(*p.notes, f"mixed precision {workload.mixed_precision} (--mixed-precision): "
@@ -154,3 +159,35 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     p = replace(p, notes=(*p.notes, f"optimizer AdamW {workload.optimizer} (--optimizer): "
                                     f"{OPTIMIZERS[workload.optimizer]}"))
     return p
+
+
+def _step_parts(stages, per_mb: list[float], comms: list[float], collectives: list[dict[str, int]], hop: float,
+                par: Parallelism, microbatches: int, recompute: str, dp_exposed: float,
+                dp_collectives: dict[str, int]) -> StepParts:
+    """Where the step's time goes (planner/predict/diagnosis.py), from the terms predict_training adds:
+    M micro-batches of the slowest stage (its forward and backward ops, a recompute, its collectives, the
+    two pipeline sends) and pp - 1 more slots of it idle (the bubble), the optimizer of the stage with the
+    longest, and the data-parallel communication left exposed."""
+    slow = max(range(len(stages)), key=per_mb.__getitem__)
+    st = stages[slow]
+    micro = op_parts(st, ("forward", "backward")) + comm_parts(comms[slow], collectives[slow])
+    if recompute == "full":
+        micro += op_parts(st, ("forward",))
+    elif recompute == "selective":
+        micro += op_parts(st, ("forward",), attention_only=True)
+    if par.pp > 1:
+        micro += comm_parts(2 * hop, {"pipeline send": 2})
+    opt = max(stages, key=lambda x: x.phase_s("optimizer"))
+    parts = micro.scaled(microbatches) + StepParts(bubble_s=(par.pp - 1) * micro.step_s)
+    parts += op_parts(opt, ("optimizer",)).scaled(1 / (par.dp if par.zero >= 1 else 1))
+    return parts + comm_parts(dp_exposed, dp_collectives)
+
+
+def _dp_collectives(par: Parallelism, microbatches: int) -> dict[str, int]:
+    """The data-parallel collectives of one step (predict_training's dp_comm)."""
+    if par.dp == 1:
+        return {}
+    if par.zero == 0:
+        return {"data-parallel gradient all-reduce": 1}
+    return {"data-parallel gradient reduce-scatter": 1,
+            "data-parallel weight all-gather": 1 + (2 * microbatches if par.zero == 3 else 0)}

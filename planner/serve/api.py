@@ -8,6 +8,15 @@ serving (`disagg="1p2d"`) runs x prefill copies and y decode copies: each prompt
 prefill copy (its first token is TTFT), its KV cache crosses to a decode copy (tp devices in
 parallel, each its shard, over the scale-up link within a node or the scale-out link beyond), and
 the decode copy batches it with the others until its output is complete.
+
+How long a run is. A stated request count (`Load(requests=K)`: `--requests`, a benchmark's, the planner's)
+is run as stated. Left open (None), the run is made in batches of 1,000, 2,000, ... up to 64,000 requests
+until its latencies settle: the requests in arrival order are cut into quarters, the first (the warm-up)
+is left out, and the p50 and p90 of TTFT and TPOT of successive quarters, and of the last quarter and the
+whole run, agree within 10% (or 1 ms). An open-loop rate above the deployment's saturation (the
+closed-loop rate with every copy full, planner/serve/sweep.py) has a queue that grows without bound: it
+is run until that shows (the last quarter's p50 TTFT over twice the second's p90, and a TTFT SLO broken
+there) and warned of. The rule and its constants are planner/serve/steady.py's.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from planner.predict.context import Context, default_context
 from planner.predict.inference import prompt_len
 from planner.predict.prediction import CostOptions, price
 from planner.serve import load as loads
+from planner.serve import steady
 from planner.serve.metrics import ServeMetrics, summarize
 from planner.serve.policies import Policy, describe, policy_for
 from planner.serve.sim import Run, simulate
@@ -45,7 +55,9 @@ class Load:
     rate_rps: float | None = None
     concurrency: int | None = None
     trace: str | None = None
-    requests: int = DEFAULT_REQUESTS
+    requests: int | None = None
+    """Requests to simulate; None: run until the latencies settle or the queue is shown to grow
+    (planner/serve/steady.py; a trace runs its own requests)."""
     arrival: str = "poisson"
     """"poisson" or "gamma" (bursty, with `cv`)."""
     cv: float = 1.0
@@ -112,6 +124,14 @@ class ServeResult:
     notes: tuple[str, ...]
     price_date: str | None = None
     """Date of the price behind usd_per_h (YYYY-MM[-DD], the catalog row's); None when unpriced."""
+    saturation_rps: float | None = None
+    """The deployment's saturation rate, requests/s, when it was measured or given (open-loop rates)."""
+    settled: bool | None = None
+    """Whether the latencies settled (planner/serve/steady.py); None for a trace."""
+    overloaded: bool | None = None
+    """Whether the offered rate is above `saturation_rps` (the queue grows without bound); None when unknown."""
+    warnings: tuple[str, ...] = ()
+    """What makes the figures less than a steady state: an overload, a run that did not settle."""
 
     def as_dict(self) -> dict:
         """Flat JSON-ready dict: the latencies as ttft_s (mean), ttft_p50_s, ... with SI units."""
@@ -132,7 +152,9 @@ class ServeResult:
                    kv_mean_fraction=m.kv_mean_fraction, kv_peak_fraction=m.kv_peak_fraction,
                    average_power_w_per_gpu=self.average_power_w_per_gpu, j_per_output_token=self.j_per_output_token,
                    usd_per_h=self.usd_per_h, usd_per_million_output_tokens=self.usd_per_million_output_tokens,
-                   price_date=self.price_date, timeline=[list(p) for p in m.timeline], notes=list(self.notes))
+                   price_date=self.price_date, saturation_rps=self.saturation_rps, settled=self.settled,
+                   overloaded=self.overloaded, warnings=list(self.warnings), timeline=[list(p) for p in m.timeline],
+                   notes=list(self.notes))
         return out
 
 
@@ -236,8 +258,11 @@ def _run_copies(steps, policy, kv_blocks, arrivals: loads.Arrivals, parts: int, 
 
 
 def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: Slo = Slo(),
-          ctx: Context | None = None, model: Model | None = None) -> ServeResult:
-    """Simulate `req`'s deployment under `load`; see the module docstring."""
+          ctx: Context | None = None, model: Model | None = None, saturation_rps: float | None = None) -> ServeResult:
+    """Simulate `req`'s deployment under `load`; see the module docstring. `load.requests` None: run until the
+    latencies settle or the queue is shown to grow (planner/serve/steady.py). `saturation_rps`: the
+    deployment's saturation rate when the caller has it (else, when an open-loop rate is run until it
+    settles, it is measured here); an offered rate above it is noted as an overload."""
     ctx = ctx or default_context()
     model = model or resolve(req.model)
     if model.family != "decoder":
@@ -252,34 +277,32 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     engine, engine_note = engine_for(replace(req, mode="inference"), model, device)
     policy, fraction = policy_for(get_engine(engine), scheduling.max_num_seqs, scheduling.max_num_batched_tokens,
                                   scheduling.prefix_hit_rate, req.batch if isinstance(req.batch, int) else None)
-    arrivals, what = _arrivals(req, load, model)
-    # a fixed-length load puts its prompt and its first and last decode contexts on the grid: the closed
-    # forms (one request at a time = predict's TTFT and TPOT) then hold exactly
-    pairs = np.unique(np.stack([arrivals.input_len, arrivals.output_len]), axis=1)
-    exact = tuple(sorted({int(i) for i in pairs[0]})) if pairs.shape[1] <= 4 else ()
-    contexts = tuple(sorted({int(i + o - 1) for i, o in pairs.T} | set(exact))) if exact else ()
-    steps = _step_model(req, ctx, model, engine, exact, contexts)
-    kv_blocks = _kv_blocks(steps, policy, fraction, int(arrivals.input_len.max()))
-    par = parallelism(req)
-    if kv_blocks < 1:
-        raise ConfigError(f"{model.name} leaves no memory for a KV cache on {par.tp * par.pp} x {device.id} "
-                          f"(tp {par.tp}, pp {par.pp}): use a larger --tp, or a smaller step budget")
     prefill_copies, decode_copies = _copies(req, scheduling.disagg)
-    clients = load.concurrency or 0
-    notes = [engine_note]
-    longest = int((arrivals.input_len + arrivals.output_len).max()) if len(arrivals.input_len) else 0
-    note = context_note(model, longest, f"requests of up to {longest:,} tokens (prompt + output)", "simulated")
-    if note:
-        notes.append(note)
-    if prefill_copies:
-        run = _disaggregated(steps, policy, kv_blocks, arrivals, prefill_copies, decode_copies, device, par, clients,
-                             notes)
-        runs = [run]
-    else:
-        runs = [r for _, r in _run_copies(steps, policy, kv_blocks, arrivals, decode_copies, clients, load.think_s)]
+    stated = load.requests is not None or load.trace is not None
+    open_rate = load.rate_rps is not None and load.trace is None and load.concurrency is None and not prefill_copies
+    if saturation_rps is None and open_rate and not stated:
+        from planner.serve.sweep import saturation_rate
+
+        _arrivals(req, replace(load, requests=steady.FIRST_REQUESTS), model)  # bad input fails before the run
+        saturation_rps = saturation_rate(req, load, scheduling, ctx, model)
+    overloaded = bool(open_rate and saturation_rps and load.rate_rps > saturation_rps)
+    for n in ([None] if stated else steady.batches()):
+        one = _one_run(req, replace(load, requests=n) if n else load, ctx, model, device, engine, policy, fraction,
+                       prefill_copies, decode_copies)
+        runs = one[0]
+        cat = lambda name: np.concatenate([getattr(r, name) for r in runs])  # noqa: E731
+        arrival, first, finish, out = cat("arrival_s"), cat("first_token_s"), cat("finish_s"), cat("output_len")
+        tpot = np.where(out > 1, (finish - first) / np.maximum(1, out - 1), math.nan)
+        state = steady.judge(arrival, first - arrival, tpot)
+        finished = steady.done(state, overloaded, slo.ttft_s, slo.stat)
+        if finished:
+            break
+    runs, arrivals, what, steps, kv_blocks, run_notes = one
     metrics = summarize(runs, slo.ttft_s, slo.tpot_s)
+    par = parallelism(req)
     copies = prefill_copies + decode_copies
     gpus = copies * par.tp * par.pp
+    notes = [engine_note, *run_notes]
     power = per_token = usd_h = usd_m = price_date = None
     if metrics.duration_s > 0 and device.tdp_w:
         power = metrics.energy_j / (gpus * metrics.duration_s)
@@ -293,10 +316,46 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
         notes.append(f"priced on {basis.what}")
     if metrics.rejected:
         notes.append(f"{metrics.rejected:,} requests rejected: longer than a copy's whole KV cache")
+    warnings = []
+    if load.trace is None:
+        warnings, more = steady.messages(state, overloaded, stated, load.rate_rps, saturation_rps, finished)
+        notes += more
     eff = steps.target.efficiency
     return ServeResult(model.name, device.id, engine, gpus, par.tp, copies, describe(policy), kv_blocks,
                        policy.block_tokens, what, metrics, eff.tier, eff.band_fraction, power, per_token, usd_h,
-                       usd_m, tuple(notes), price_date)
+                       usd_m, tuple(notes), price_date, saturation_rps if open_rate else None,
+                       None if load.trace is not None else state.settled, overloaded if open_rate else None,
+                       tuple(warnings))
+
+
+def _one_run(req: Request, load: Load, ctx: Context, model: Model, device, engine: str, policy: Policy, fraction,
+             prefill_copies: int, decode_copies: int):
+    """One simulation of `load` (its stated request count): (runs, arrivals, description, StepModel, KV blocks per
+    copy, notes)."""
+    arrivals, what = _arrivals(req, load, model)
+    # a fixed-length load puts its prompt and its first and last decode contexts on the grid: the closed
+    # forms (one request at a time = predict's TTFT and TPOT) then hold exactly
+    pairs = np.unique(np.stack([arrivals.input_len, arrivals.output_len]), axis=1)
+    exact = tuple(sorted({int(i) for i in pairs[0]})) if pairs.shape[1] <= 4 else ()
+    contexts = tuple(sorted({int(i + o - 1) for i, o in pairs.T} | set(exact))) if exact else ()
+    steps = _step_model(req, ctx, model, engine, exact, contexts)
+    kv_blocks = _kv_blocks(steps, policy, fraction, int(arrivals.input_len.max()))
+    par = parallelism(req)
+    if kv_blocks < 1:
+        raise ConfigError(f"{model.name} leaves no memory for a KV cache on {par.tp * par.pp} x {device.id} "
+                          f"(tp {par.tp}, pp {par.pp}): use a larger --tp, or a smaller step budget")
+    clients = load.concurrency or 0
+    notes = []
+    longest = int((arrivals.input_len + arrivals.output_len).max()) if len(arrivals.input_len) else 0
+    note = context_note(model, longest, f"requests of up to {longest:,} tokens (prompt + output)", "simulated")
+    if note:
+        notes.append(note)
+    if prefill_copies:
+        runs = [_disaggregated(steps, policy, kv_blocks, arrivals, prefill_copies, decode_copies, device, par, clients,
+                               notes)]
+    else:
+        runs = [r for _, r in _run_copies(steps, policy, kv_blocks, arrivals, decode_copies, clients, load.think_s)]
+    return runs, arrivals, what, steps, kv_blocks, notes
 
 
 def _disaggregated(steps: StepModel, policy: Policy, kv_blocks: int, arrivals: loads.Arrivals, x: int, y: int,

@@ -21,7 +21,7 @@ from planner.workload.capture import OpRecord
 from planner.workload.counting import OpCost, classified, clear_classified
 from planner.workload.engines import get_engine
 from planner.workload.graphs import Workload, clear_modules, resolve_workload
-from planner.workload.lowering import Kernel, clear_unfused, lower
+from planner.workload.lowering import Kernel, clear_unfused, conserved, lower
 from planner.workload.parallelism import Parallelism, shard_config
 from planner.workload.rebatch import (
     ANCHORS,
@@ -319,6 +319,25 @@ def _built_device_graph(model: Model, workload: Workload, tp: int, ep: int) -> D
     parts = {r: replace(parts[r], params=params[r], saved_bytes=saved[r]) for r in ROLES}
     return DeviceGraph(model, replace(captured.workload, engine=workload.engine), par, config, parts["first"],
                        parts["layer"], parts["last"], num_layers, captured.graph.dtype)
+
+
+def least_cost(model: Model, workload: Workload, parallelism: Parallelism = Parallelism()) -> OpCost:
+    """The FLOP and bytes one device of the tp x ep shard must at least compute and move per step of
+    `workload`, all its pipeline stages together (a pass runs them one after another): the capture's
+    FLOP, and lowering.conserved's bytes of each block (first part, each distinct layer, last part) run
+    as one kernel, the layer blocks counted as the folded graph counts them (num_layers x their weighted
+    mean). Whatever the engine: no lowering moves fewer bytes (planner/predict/physics.py's floor)."""
+    tp, ep = parallelism.tp, parallelism.ep
+    _, num_layers, captured, roles, fold, weights = _captured(model, replace(workload, engine="eager"), tp, ep)
+    records = captured.graph.records
+    categories, costs = classified(captured.graph)
+    blocks = [(role, _layer_index(rec.module) if role == "layer" else 0) for rec, role in zip(records, roles)]
+    found = conserved(records, categories, costs, blocks)
+    total = OpCost(0.0, 0.0, 0.0)
+    for (role, index), cost in found.items():
+        n = num_layers * (weights[index] if len(weights) > 1 else 1) if role == "layer" else 1
+        total = total + OpCost(cost.flop * n, cost.bytes_read * n, cost.bytes_written * n)
+    return total
 
 
 _RENAMED = IdentityMemo(256)

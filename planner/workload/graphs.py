@@ -18,6 +18,7 @@ from planner.memo import IdentityMemo
 from planner.workload.capture import Capture, OpGraph, capture
 from planner.workload.engines import check_engine, get_engine
 from planner.workload.quant import precision, quantized_weights
+from planner.workload.user_model import check_batch
 from planner.workload.zoo import Model
 
 MODES = ("inference", "prefill", "decode", "forward", "training")
@@ -38,7 +39,8 @@ class Workload:
     mode: str = "inference"
     """"prefill", "decode", "forward", "training", or "inference" (prefill for LMs, forward otherwise)."""
     batch: int = 1
-    """Sequences or images per step (the micro-batch in training)."""
+    """Sequences or images per step (the micro-batch in training); a user's model: dim 0 of its example
+    inputs scaled to this (planner/workload/user_model.py)."""
     seq_len: int | None = None
     """Prompt length (prefill), sequence length (encoders, training)."""
     context_len: int | None = None
@@ -130,6 +132,7 @@ def _resolve_workload(model: Model, w: Workload) -> Workload:
     check_engine(get_engine(w.engine), model.family, w.mode)
     for name in ("batch", "seq_len", "context_len", "image_size", "steps"):
         _positive(name, getattr(w, name))
+    check_batch(model, w.batch)  # a user's model whose batch dimension cannot be found runs only batch 1
     mode = w.mode
     if mode == "inference":
         mode = "prefill" if model.family == "decoder" else "forward"
@@ -332,8 +335,8 @@ def build_inputs(model: Model, workload: Workload, device: str = "meta", reuse: 
         module, inputs = _serving_module(model, dt.capture), ()
     else:
         with torch.device(device):
-            if model.factory is not None:
-                module, inputs = model.factory()
+            if model.factory is not None:  # a user's model: its inputs at the batch (user_model.py)
+                module, inputs = model.made(w.batch)
             else:
                 module, inputs = model.build(), ()
         module = module.to(device=device, dtype=dt.capture)

@@ -6,6 +6,14 @@ once, and a result nobody outside reads is never written. Its time is then one r
 kernel overhead (planner/predict/roofline.py). Lowering never adds bytes or kernels and never
 changes FLOP (tests/workload/test_lowering.py checks all three on every zoo model).
 
+Conservation: a fused kernel reads every tensor that existed before it and writes every tensor that
+outlives it. Only the bytes a member op wrote can stay on chip: a buffer updated in place inside the
+kernel and then read whole (a KV cache: copy_ writes one token's slice, attention reads every token)
+is read from memory for its prior contents, read bytes - min(read bytes, bytes the member wrote
+there). A write is dropped only when its storage was allocated inside the kernel (a fresh result of a
+member, not an in-place update of a buffer that existed before: a cache, a weight, an input) and
+every reader of it is a member. tests/workload/test_lowering.py checks both on every fusing engine.
+
 Dataflow comes from storage identity (TensorMeta.storage): an op's reads bind to the latest write of
 that storage before it, so views and in-place results link producer and consumer, and a storage
 reused at the same address is a new version. Grouping is greedy in execution order: an op joins the
@@ -114,29 +122,7 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
     n = len(records)
     # (rule, phase) of every fusion the engine applies: a set lookup per candidate, not Engine.fuses' scan
     fuses = {(rule, phase) for rule, phases in engine.fusions for phase in phases}
-    # dataflow: the producer op of every read (None when it comes from outside the graph: weights,
-    # inputs), and every consumer of every write; the tensors each op reads, kept for the epilogue
-    # and fused-kernel checks below
-    producers: list[list[int | None]] = []
-    reads: list[list[TensorMeta]] = []
-    consumers: dict[tuple[int, int], list[int]] = {}  # (producer op, storage) -> consumer ops
-    latest: dict[int, int] = {}
-    for i, rec in enumerate(records):
-        if categories[i] == "view":
-            producers.append([])
-            reads.append([])  # a view joins no kernel: its reads are never asked for
-            continue
-        found = []
-        reads.append(read := _reads(rec))
-        for t in read:
-            p = latest.get(t.storage) if t.storage else None
-            found.append(p)
-            if p is not None:
-                consumers.setdefault((p, t.storage), []).append(i)
-        producers.append(found)
-        for t in written_tensors(rec):
-            if t.storage:
-                latest[t.storage] = i
+    producers, reads, consumers, origins = _dataflow(records, categories)
     group_of: list[_Group | None] = [None] * n
 
     def depends_on(start: int, group: _Group, lowest: int) -> bool:
@@ -219,8 +205,49 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
         if id(g) in done:
             continue
         done.add(id(g))
-        kernels.append(_fused(g, records, categories, costs, reads, producers, consumers, roles[i]))
+        kernels.append(_fused(g, records, categories, costs, reads, producers, consumers, origins, roles[i]))
     return group_experts(kernels, engine)
+
+
+def _dataflow(records: tuple[OpRecord, ...], categories: Sequence[str]):
+    """(producers, reads, consumers, origins) of `records`: the producer op of every read (None when it
+    comes from outside the graph: weights, inputs, caches), the tensors each op reads, every consumer of
+    every write by (producer op, storage), and for every write by (writer op, storage) the op that
+    allocated that storage's current version (None: it existed before the graph)."""
+    # dataflow: the producer op of every read (None when it comes from outside the graph: weights,
+    # inputs), and every consumer of every write; the tensors each op reads, kept for the epilogue
+    # and fused-kernel checks below
+    producers: list[list[int | None]] = []
+    reads: list[list[TensorMeta]] = []
+    consumers: dict[tuple[int, int], list[int]] = {}  # (producer op, storage) -> consumer ops
+    latest: dict[int, int] = {}
+    # storage -> the op whose fresh result it is (its current version); absent for a storage that existed
+    # before the graph (weights, inputs, caches) or is only ever updated in place
+    born: dict[int, int] = {}
+    origins: dict[tuple[int, int], int | None] = {}  # (writer op, storage) -> the op that allocated it
+    for i, rec in enumerate(records):
+        if categories[i] == "view":
+            producers.append([])
+            reads.append([])  # a view joins no kernel: its reads are never asked for
+            continue
+        found = []
+        reads.append(read := _reads(rec))
+        for t in read:
+            p = latest.get(t.storage) if t.storage else None
+            found.append(p)
+            if p is not None:
+                consumers.setdefault((p, t.storage), []).append(i)
+        producers.append(found)
+        argued = None
+        for t in written_tensors(rec):
+            if t.storage:
+                latest[t.storage] = i
+                if argued is None:
+                    argued = _arg_storages(rec)
+                if t.storage not in argued:  # a fresh result: a new version of this storage starts here
+                    born[t.storage] = i
+                origins[i, t.storage] = born.get(t.storage)
+    return producers, reads, consumers, origins
 
 
 def _unfused(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Sequence[OpCost],
@@ -326,29 +353,25 @@ def _epilogue(rec: OpRecord, reads: list[TensorMeta], producers: list[int | None
     return True
 
 
-def _fused(g: _Group, records, categories, costs, reads, producers, consumers, role: str) -> Kernel:
-    members = set(g.members)
-    flop = read = written = 0.0
-    for j in g.members:
-        flop += costs[j].flop
-        read += costs[j].bytes_read
-        written += costs[j].bytes_written
-    seen_reads: set[tuple] = set()
-    for j in g.members:
-        rec = records[j]
-        for t, p in zip(reads[j], producers[j]):
-            if p is not None and p in members:
-                read -= t.bytes  # produced inside the kernel: stays on chip
-                continue
-            key = (p, t.storage, t.offset, t.shape) if t.storage else None
-            if key is not None and key in seen_reads:
-                read -= t.bytes  # a second read of the same input: read once
-            elif key is not None:
-                seen_reads.add(key)
-        for t in written_tensors(rec):
-            users = consumers.get((j, t.storage), []) if t.storage else []
-            if users and all(u in members for u in users):
-                written -= t.bytes  # consumed only inside the kernel: never written
+def _arg_storages(rec: OpRecord) -> set[int]:
+    """Storages of every tensor argument of `rec`, written-only and `out` ones included: a result in one of
+    them is an update in place, not a fresh allocation."""
+    found = set()
+    for _, value in rec.args:
+        if isinstance(value, TensorMeta):
+            found.add(value.storage)
+        elif isinstance(value, tuple):
+            found.update(v.storage for v in value if isinstance(v, TensorMeta))
+    return found
+
+
+def _written_to(rec: OpRecord, storage: int) -> float:
+    """Bytes `rec` writes into `storage`."""
+    return sum(t.bytes for t in written_tensors(rec) if t.storage == storage)
+
+
+def _fused(g: _Group, records, categories, costs, reads, producers, consumers, origins, role: str) -> Kernel:
+    flop, read, written = _external(g.members, records, costs, reads, producers, consumers, origins)
     anchor_index = next((j for j in g.members if g.kinds[j] in ANCHORS), g.members[0])
     anchor = records[anchor_index]
     if "bn" in g.kinds.values():
@@ -359,6 +382,63 @@ def _fused(g: _Group, records, categories, costs, reads, producers, consumers, r
                       anchor.mutates, anchor.is_view)
     category = "elementwise" if g.anchor == "pointwise" else categories[anchor_index]
     return Kernel(record, category, OpCost(flop, max(read, 0.0), max(written, 0.0)), len(g.members), role)
+
+
+def _external(members_in_order: list[int], records, costs, reads, producers, consumers, origins
+              ) -> tuple[float, float, float]:
+    """(FLOP, bytes read, bytes written) of `members_in_order` run as one kernel: the module docstring's
+    conservation rule applied to the sums of their single-op costs."""
+    members = set(members_in_order)
+    flop = read = written = 0.0
+    for j in members_in_order:
+        flop += costs[j].flop
+        read += costs[j].bytes_read
+        written += costs[j].bytes_written
+    seen_reads: set[tuple] = set()
+    for j in members_in_order:
+        rec = records[j]
+        for t, p in zip(reads[j], producers[j]):
+            if p is not None and p in members:
+                # what the member wrote stays on chip; the rest of what is read here (the prior contents
+                # of a buffer the member updated in place) comes from memory
+                read -= min(t.bytes, _written_to(records[p], t.storage))
+                continue
+            key = (p, t.storage, t.offset, t.shape) if t.storage else None
+            if key is not None and key in seen_reads:
+                read -= t.bytes  # a second read of the same input: read once
+            elif key is not None:
+                seen_reads.add(key)
+        for t in written_tensors(rec):
+            users = consumers.get((j, t.storage), []) if t.storage else []
+            if users and all(u in members for u in users) and origins.get((j, t.storage)) in members:
+                written -= t.bytes  # allocated and consumed only inside the kernel: never written
+    return flop, read, written
+
+
+def conserved(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Sequence[OpCost],
+              blocks: Sequence) -> dict:
+    """The least any lowering of `records` can move, per block (`blocks` gives each record's: a role and
+    layer, say): the FLOP of the block's ops and the bytes of all of them run as one kernel, which reads
+    every tensor that existed before the block once and writes every tensor that outlives it once (a
+    batch norm's statistics folded away, as bn_fold does). {block: OpCost}. No engine's kernels of a block
+    move fewer bytes (tests/workload/test_lowering.py); planner/predict/physics.py turns it into the
+    roofline floor of a step."""
+    producers, reads, consumers, origins = _dataflow(records, categories)
+    by_block: dict = {}
+    for i, block in enumerate(blocks):
+        if categories[i] != "view":
+            by_block.setdefault(block, []).append(i)
+    out = {}
+    for block, members in by_block.items():
+        flop, read, written = _external(members, records, costs, reads, producers, consumers, origins)
+        for j in members:
+            if _kind(records[j], categories[j]) == "bn":  # statistics folded into weights at build time
+                bn = records[j]
+                read -= sum(t.bytes for name in ("weight", "bias", "running_mean", "running_var")
+                            if isinstance(t := bn.arg(name), TensorMeta))
+                written -= sum(t.bytes for t in bn.outputs[1:])
+        out[block] = OpCost(flop, max(read, 0.0), max(written, 0.0))
+    return out
 
 
 def _fold_batch_norm(g: _Group, records, read: float, written: float) -> tuple[float, float]:

@@ -1,6 +1,6 @@
 """Resolve a model argument: a zoo id, a path to a Hugging Face style config.json, or (only when the
 caller allows code: a command-line argument or the Python API) `package.module:function` returning
-(nn.Module, example inputs)."""
+(nn.Module, example inputs); how such a model's batch is found and changed: planner/workload/user_model.py."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from torch import nn
 import planner_models
 from planner.errors import ConfigError, UnknownNameError, UnsupportedError
 from planner.files import parse_json, read_text
+from planner.workload.user_model import UserFunction, first_line
 from planner_models.library import LibraryMissingError
 
 MAX_NAME_CHARS = 1000
@@ -37,19 +38,28 @@ class Model:
     """Parsed architecture dataclass (None for custom models)."""
     source: str
     """Where the architecture comes from (a URL or paper for zoo models, the path otherwise)."""
-    factory: Callable[[], tuple[nn.Module, tuple]] | None = None
-    """Custom models only: returns (module, example inputs), called on the meta device."""
+    factory: Callable[..., tuple[nn.Module, tuple]] | None = None
+    """Custom models only: returns (module, example inputs) on the current default device. A user's
+    `package.module:function` is a user_model.UserFunction, called with a batch (None: the example's own)
+    and returning the inputs at that batch; any other callable is called with no arguments and its
+    inputs run as they are."""
 
     def build(self) -> nn.Module:
         """Instantiate the module on the current default device (use torch.device("meta"))."""
         if self.factory is not None:
-            return self.factory()[0]
+            return self.made(None)[0]
         try:
             return planner_models.build(self.config)
         except LibraryMissingError as exc:
             raise UnsupportedError(f"{self.name}: {exc}") from None
         except ValueError as exc:  # a library refused a component config: bad input, named
             raise ConfigError(f"{self.name}: {exc}") from None
+
+    def made(self, batch: int | None) -> tuple[nn.Module, tuple]:
+        """A custom model's (module, inputs) at `batch` (None: its example's), on the current default device."""
+        if isinstance(self.factory, UserFunction):
+            return self.factory(batch)
+        return self.factory()
 
 
 def _from_config(raw: Any, name: str, origin: str, source: str) -> Model:
@@ -69,29 +79,11 @@ def _custom(spec: str) -> Model:
         fn = getattr(importlib.import_module(module_name), attr)
     except (Exception, SystemExit) as exc:
         # a user module may fail in any way while importing: report it as bad input, never a traceback
-        raise ConfigError(f"cannot import '{spec}': {type(exc).__name__}: {_first_line(exc)}. Expected "
+        raise ConfigError(f"cannot import '{spec}': {type(exc).__name__}: {first_line(exc)}. Expected "
                           "package.module:function returning (nn.Module, example inputs)") from None
     if not callable(fn):
         raise ConfigError(f"'{spec}' is a {type(fn).__name__}, not a function returning (nn.Module, example inputs)")
-
-    def factory() -> tuple[nn.Module, tuple]:
-        try:
-            result = fn()
-        except (Exception, SystemExit) as exc:
-            raise ConfigError(f"'{spec}' raised {type(exc).__name__}: {_first_line(exc)} (it is called with no "
-                              "arguments and must return (nn.Module, example inputs))") from None
-        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module)):
-            raise ConfigError(f"'{spec}' must return (nn.Module, example inputs), got {type(result).__name__}")
-        inputs = result[1] if isinstance(result[1], tuple) else (result[1],)
-        return result[0], inputs
-
-    return Model(name=spec, family="custom", config=None, source=spec, factory=factory)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    line = text[0] if text else ""
-    return line if len(line) <= 200 else line[:197] + "..."
+    return Model(name=spec, family="custom", config=None, source=spec, factory=UserFunction(spec, fn))
 
 
 def from_config(raw: object, name: str) -> Model:

@@ -66,12 +66,13 @@ def test_the_page_shows_the_curve_the_cdfs_and_the_cost(serving):
 
 
 def test_the_highest_rate_shown_is_the_librarys(serving):
-    # closed comparison: the same request, load and SLOs straight into planner.serve.sweep.max_rate
+    # closed comparison: the same request, load, SLOs and points straight into planner.serve.sweep.sweep (whose
+    # answer is bisected from its own table's rows, so that the two agree)
     from planner.predict import Request
     from planner.serve.api import Load, Scheduling, Slo
-    from planner.serve.sweep import max_rate
+    from planner.serve.sweep import sweep
     req = Request("llama-3.1-8b", "h100-sxm", gpus=1, tp=1, input_len=1024, output_len=256)
-    capacity = max_rate(req, Load(requests=1000), Scheduling(), Slo(2.0, 0.1, "p90"))  # the page's 1,000 requests
+    _, capacity = sweep(req, Load(requests=1000), Scheduling(), Slo(2.0, 0.1, "p90"), 8)  # the page's 1,000 requests
     assert capacity.rate_rps > 0
     shown = metrics(serving)
     assert float(shown[MAX_RATE]) == pytest.approx(capacity.rate_rps, abs=0.005)

@@ -93,6 +93,57 @@ def test_a_disaggregated_deployment_runs_default_engine(capsys):
     assert rc == 0, err
 
 
+ISSUE = ["serve", "llama-3.1-8b", "--device", "h100-sxm", "--rate", "20", "--slo-ttft", "0.5"]
+"""Issue 38's command: 1,024 prompt + 256 output tokens at 20 requests/s, above the copy's saturation."""
+
+
+def _issue(capsys, *argv: str) -> str:
+    rc = main([*ISSUE, *argv])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    return out
+
+
+def _goodput_percent(out: str) -> float:
+    line = next(line for line in out.splitlines() if line.startswith("goodput"))
+    return float(line.split("(")[1].split("%")[0])
+
+
+def test_the_issues_overloaded_run_warns_and_does_not_show_full_goodput(capsys):
+    # before: 1,000 requests, p90 TTFT 135 ms, "100.0% of requests" and no word of the overload
+    out = _issue(capsys)
+    assert "warning        overloaded: 20 requests/s offered, above the " in out
+    assert _goodput_percent(out) < 100.0
+    assert "ran " in out and "until the queue's growth showed" in out
+
+
+def test_a_stated_request_count_keeps_its_count_and_is_warned(capsys):
+    # --requests 1000 runs exactly 1,000 requests (what was asked), and says the rate is past saturation
+    out = _issue(capsys, "--requests", "1000")
+    assert "20 requests/s, Poisson, 1,000 requests" in out
+    assert "warning        overloaded: 20 requests/s offered" in out
+
+
+def test_the_sweeps_verdict_agrees_with_its_table(capsys):
+    # before: "within SLOs 18.79 requests/s at most" above a row at 20.75 requests/s whose p90 TTFT (148 ms)
+    # met the 0.5 s SLO, with no word that the answer stops at the saturation rate
+    out = _issue(capsys, "--sweep-rate", "10")
+    lines = out.splitlines()
+    saturation = float(next(line for line in lines if line.startswith("saturation")).split()[1])
+    verdict_line = next(line for line in lines if line.startswith("within SLOs"))
+    verdict = float(verdict_line.split()[2])
+    rows = [line.split() for line in lines if line.strip() and line.split()[0].replace(".", "").isdigit()]
+    assert len(rows) == 10
+    for row in rows:
+        rate, p90, unit, marked = float(row[0]), float(row[4].replace(",", "")), row[5], row[-1] == "overloaded"
+        within = (p90 * (1e-3 if unit == "ms" else 1.0)) <= 0.5 and not marked
+        assert not within or rate <= verdict, (row, verdict_line)  # no row above the verdict meets the SLO
+        assert marked == (rate > saturation), row  # a row past saturation is marked, and no other
+    assert verdict <= saturation
+    if verdict >= 0.99 * saturation:  # every rate up to saturation met the SLO: the answer says it is capped
+        assert "capped at saturation" in verdict_line, verdict_line
+
+
 def _garbage(path):
     path.write_bytes(bytes(random.Random(7).randrange(256) for _ in range(4096)))
     return path

@@ -53,13 +53,17 @@ def test_compare_tco_closed_form_on_the_catalog():
     assert t.cloud_usd_per_h == pytest.approx(2.69 * 8) and t.devices == 8 and t.lifetime_months == life
     assert t.onprem_fixed_usd_per_month == pytest.approx(fixed)
     assert t.onprem_power_usd_per_month == pytest.approx(power)
-    assert t.onprem_opex_usd_per_month == pytest.approx(fixed + 0.9 * power)
+    # held idle the server draws 8 x 122.7 W (H100 idle) + (10,200 - 8 x 700) W (the rest of the DGX) = 5,581.6 W
+    idle = 5.5816 * site.pue * site.electricity_usd_per_kwh * H  # 5.5816 x 1.42 x 0.0892 x 730.5 = 516.45
+    assert t.onprem_idle_power_usd_per_month == pytest.approx(idle)
+    # F + I + (P - I) u = 1,877.41 + 516.45 + 427.33 x 0.9 = 2,778.46
+    assert t.onprem_opex_usd_per_month == pytest.approx(fixed + idle + 0.9 * (power - idle))
     assert t.onprem_usd_per_month_full_use == pytest.approx(server.capex_usd / life + fixed + power)
     assert t.cloud_usd_per_month_full_use == pytest.approx(rent)
-    # u* = (270,000 / 36 + 1,877.41) / (15,720.36 - 943.79) = 9,377.41 / 14,776.57 = 0.6346
-    assert t.breakeven_utilization == pytest.approx((server.capex_usd / life + fixed) / (rent - power))
-    # m* = 270,000 / (15,720.36 x 0.9 - 1,877.41 - 943.79 x 0.9) = 270,000 / 11,421.50 = 23.64
-    assert t.breakeven_month == pytest.approx(server.capex_usd / (0.9 * (rent - power) - fixed))
+    # u* = (270,000 / 36 + 1,877.41 + 516.45) / (15,720.36 - 943.79 + 516.45) = 9,893.86 / 15,293.02 = 0.6470
+    assert t.breakeven_utilization == pytest.approx((server.capex_usd / life + fixed + idle) / (rent - power + idle))
+    # m* = 270,000 / (15,293.02 x 0.9 - 1,877.41 - 516.45) = 270,000 / 11,369.86 = 23.75
+    assert t.breakeven_month == pytest.approx(server.capex_usd / (0.9 * (rent - power + idle) - fixed - idle))
     assert t.breakeven_why.startswith(f"buying pays off after {t.breakeven_month:.1f} months")
     assert f"renting is cheaper below {t.breakeven_utilization:.0%} utilization" in t.breakeven_why
     # the table's crossing is the break-even month

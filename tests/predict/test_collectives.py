@@ -49,6 +49,19 @@ def test_below_the_smallest_size_the_smallest_time():
     assert toy().time_at_s(8) == toy().time_at_s(1e3) == 10e-6
 
 
+def test_a_curve_that_dips_with_size_is_read_as_its_lower_envelope():
+    # measured 20 us at 16 kB, 15 us at 64 kB (an algorithm switch), 40 us at 256 kB: a 16 kB message can be
+    # padded to 64 kB, so it takes at most 15 us; 32 kB is halfway in ln(bytes) between 16 and 64 kB:
+    # interpolated sqrt(20 x 15) = 17.3 us, held at 15 us; every size reads non-decreasing
+    c = toy(b=(16e3, 64e3, 256e3), t=(20e-6, 15e-6, 40e-6))
+    assert c.time_at_s(16e3) == c.time_at_s(32e3) == c.time_at_s(8e3) == 15e-6
+    # 128 kB: between 64 and 256 kB, sqrt(15 x 40) = 24.5 us, below the larger point: as interpolated
+    assert c.time_at_s(128e3) == pytest.approx((15e-6 * 40e-6) ** 0.5)
+    sizes = [2 ** i for i in range(8, 22)]
+    times = [c.time_at_s(x) for x in sizes]
+    assert times == sorted(times)
+
+
 def test_above_the_largest_size_the_asymptotic_bus_bandwidth():
     c = toy(b=(1e6, 2e6), t=(10e-6, 15e-6))
     # 8-GPU all-reduce, f = 2·7/8 = 1.75; β = 1.75 · (2e6 - 1e6) / (15e-6 - 10e-6) = 3.5e11 B/s;

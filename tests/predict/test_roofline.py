@@ -143,3 +143,4 @@ def test_no_memory_bound_kernel_of_a_vllm_prefill_crawls():
     slow = [(r.op, r.bytes, r.time_s) for r in rows
             if r.bound == "memory" and r.bytes >= 1e5 and r.bytes / r.time_s < 0.01 * h100.mem_bytes_per_s]
     assert slow == []
+

@@ -106,8 +106,13 @@ def test_part_time_equals_the_op_by_op_sums_on_gpus_and_cpus():
                 except Exception:
                     continue  # a device without the graph's dtype
                 got = _part_time(part, dg, device, efficiency, CTX.power)
-                time, energy, flop, nbytes, bound, _, breakdown, phase_energy, launches, limited = got
+                time, energy, flop, nbytes, bound, _, breakdown, phase_energy, launches, limited, cells = got
                 assert (time, energy, flop, nbytes, bound, breakdown, phase_energy, launches, limited) == want
+                # the (phase, category, bound) cells add up to the breakdown and to the bounds
+                for key, seconds in breakdown.items():
+                    assert sum(v for c, v in cells.items() if c[:2] == key) == pytest.approx(seconds, rel=1e-12)
+                for key, seconds in bound.items():
+                    assert sum(v for c, v in cells.items() if c[2] == key) == pytest.approx(seconds, rel=1e-12)
                 # the phases in the order their first kernel ran (the order host waits are added in)
                 assert [k for k in launches if ":" not in k] == [k for k in want[7] if ":" not in k]
                 checked_cpu += device.kind == "cpu"

@@ -60,8 +60,8 @@ def test_attention_causal_halves_and_gqa_changes_bytes_not_flop():
 
 
 def test_captured_sdpa_is_fused_reads_qkv_once_and_halves_when_causal():
-    causal = count(build_graph(resolve("custom_model:causal_attention", allow_code=True), Workload("forward", dtype="fp32")).graph)
-    full = count(build_graph(resolve("custom_model:full_attention", allow_code=True), Workload("forward", dtype="fp32")).graph)
+    causal = count(build_graph(resolve("custom_model:causal_attention", allow_code=True), Workload("forward", 2, dtype="fp32")).graph)
+    full = count(build_graph(resolve("custom_model:full_attention", allow_code=True), Workload("forward", 2, dtype="fp32")).graph)
     [attn] = [c for c in causal.ops if c.category == "attention"]
     assert attn.record.packet == "aten._scaled_dot_product_flash_attention"
     assert attn.cost.flop == 4_194_304 and full.total.flop == 8_388_608
@@ -74,12 +74,12 @@ def test_captured_sdpa_is_fused_reads_qkv_once_and_halves_when_causal():
 
 def test_linear_is_2_b_i_o():
     # Linear [B=8, i=64] -> [B, o=32]: 2·8·64·32 = 32,768 FLOP
-    counts = count(build_graph(resolve("custom_model:linear_64_to_32", allow_code=True), Workload("forward", dtype="fp32")).graph)
+    counts = count(build_graph(resolve("custom_model:linear_64_to_32", allow_code=True), Workload("forward", 8, dtype="fp32")).graph)
     assert counts.total.flop == 2 * 8 * 64 * 32 == 32_768
 
 
 def test_backward_of_a_matmul_is_twice_its_forward():
-    counts = count(build_graph(resolve("custom_model:linear_64_to_32", allow_code=True), Workload("training", dtype="fp32")).graph)
+    counts = count(build_graph(resolve("custom_model:linear_64_to_32", allow_code=True), Workload("training", 8, dtype="fp32")).graph)
     by_phase = counts.table("phase")["flop"]
     mm_fwd = sum(c.cost.flop for c in counts.ops if c.category == "matmul" and c.record.phase == "forward")
     mm_bwd = sum(c.cost.flop for c in counts.ops if c.category == "matmul" and c.record.phase == "backward")
@@ -113,7 +113,7 @@ def test_copy_into_a_slice_reads_the_source_and_writes_the_slice():
 
 
 def test_ops_without_a_formula_are_reported_never_zero():
-    counts = count(build_graph(resolve("custom_model:fft_model", allow_code=True), Workload("forward", dtype="fp32")).graph)
+    counts = count(build_graph(resolve("custom_model:fft_model", allow_code=True), Workload("forward", 4, dtype="fp32")).graph)
     names = [op for op, _ in counts.unsupported]
     assert any("fft" in n for n in names), names
     assert all(calls >= 1 for _, calls in counts.unsupported)

@@ -1,0 +1,187 @@
+"""The padding envelope: no op takes longer than the same op run at a larger size, and its time never
+falls as a size a kernel can pad grows.
+
+A GEMM of M rows can run as the GEMM of M' > M rows with the extra rows padded; decode attention over a
+batch of B sequences and a context of S tokens can run as attention over more of either, the extra
+masked. Engines do both: CUDA graphs are captured at padded batch sizes, paged KV caches are read in
+whole blocks. Efficiencies are interpolated between measured sizes, and a larger shape can read a
+higher efficiency than a smaller one: decode attention at 4,000 tokens read 14.4 us on the H100
+profile where 1,000 tokens read 16.6 us, a 1-row GEMM on the B200 took 9.3 us where 32 rows took
+4.8 us. Such a time is not what the hardware would do: its kernel would run the padded shape.
+
+Which sizes pad. Decode attention's batch and context, always: a longer context or a larger batch is more
+KV cache to read, and no kernel reads more faster. A GEMM's rows only in a step the engine replays as a
+CUDA graph: serving engines (vLLM, SGLang, TensorRT-LLM) capture their graphs at bucketed batch sizes
+and tune each bucket's kernels, so a batch runs at least as fast as a larger bucket; eager PyTorch calls
+cuBLAS at the shape it has, and cuBLAS's GEMV for one row is measurably slower than its GEMM for a few
+(a 1 x 8192 x 8192 bf16 GEMM at 2.30 TFLOP/s on an H100, benchmarks/data/dev_measurements.csv DEV-204,
+where 32 rows would stream the weights faster): there the measured shape stands.
+
+The rule, per op with a paddable size (GEMMs of M < GEMM_TOP rows where rows pad; decode attention, at
+most DECODE_QUERY_TOKENS query tokens, with B < BATCH_TOP and S < CONTEXT_TOP):
+    grid        powers of two g along each paddable size, from the largest at or below the op's size to
+                the top: g_0 <= size < g_1 < ... <= top
+    t(g)        the roofline time of the op resized to g (its efficiency read there; its cost the op's
+                plus the anchor's change, planner/workload/counting.py's formula at g)
+    E(g)        min of t over every grid point at or above g in every size (the quadrant, for two
+                sizes): what a kernel padding up to the grid can reach; non-decreasing in each size
+    time        E interpolated between the grid points around the op's size, linear in log size and
+                log time (bilinear for two sizes), and at least the op's own roofline
+                max(FLOP / peak, bytes / bandwidth)
+So time is non-decreasing in every padded size (a log-linear interpolation of a non-decreasing grid is
+non-decreasing, and so is the roofline), equals E at the grid points, and never beats the roofline.
+Sizes at or above the tops are timed as measured: large GEMMs are compute-bound and efficient.
+tests/predict/test_envelope.py checks the closed forms and the monotonicity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from planner.memo import IdentityMemo
+from planner.workload.capture import OpRecord, TensorMeta
+from planner.workload.counting import OpCost, classify
+
+GEMM_TOP = 4096
+"""GEMMs of fewer rows are timed on the envelope, up to this many rows."""
+BATCH_TOP = 1024
+"""Decode attention of a smaller batch is timed on the envelope, up to this batch."""
+CONTEXT_TOP = 131072
+"""Decode attention over a shorter context is timed on the envelope, up to this many tokens."""
+DECODE_QUERY_TOKENS = 16
+"""Attention with at most this many query tokens per sequence is decode attention."""
+
+_ROWS = {"aten.mm": ("self",), "aten._scaled_mm": ("self",), "aten._int_mm": ("self",),
+         "aten.addmm": ("mat1", "self"), "aten._addmm_activation": ("mat1", "self")}
+"""The arguments whose dim 0 is a 2-D GEMM's M (addmm's bias, where it is [M, N])."""
+
+Axis = tuple[tuple[str, ...], int, int, int]
+"""(argument names, dimension, the op's size there, the grid's top)."""
+
+
+def axes(rec: OpRecord, category: str, rows_pad: bool = False) -> list[Axis]:
+    """The paddable sizes of `rec`: [] for an op timed as measured (not decode attention, nor a GEMM where
+    `rows_pad` (a step replayed as a CUDA graph), or a size at or above its top)."""
+    if category == "matmul" and rows_pad:
+        names = _ROWS.get(rec.packet)
+        a = rec.arg(names[0]) if names else None
+        if not isinstance(a, TensorMeta) or len(a.shape) != 2 or not rec.outputs or len(rec.outputs[0].shape) != 2:
+            return []
+        found = [(names, 0, a.shape[0], GEMM_TOP)]
+    elif category == "attention" and not rec.packet.endswith("_backward"):
+        q, k = rec.arg("query"), rec.arg("key")
+        if not isinstance(q, TensorMeta) or not isinstance(k, TensorMeta) or len(q.shape) != 4 or len(k.shape) != 4 \
+                or q.shape[2] > DECODE_QUERY_TOKENS:
+            return []
+        found = [(("query", "key", "value"), 0, q.shape[0], BATCH_TOP), (("key", "value"), 2, k.shape[2], CONTEXT_TOP)]
+    else:
+        return []
+    return found if all(0 < size < top for _, _, size, top in found) else []
+
+
+def _grid(size: int, top: int) -> list[int]:
+    """Powers of two from the largest at or below `size` up to `top` (at least two points)."""
+    g = 1 << (size.bit_length() - 1)
+    out = []
+    while g <= top:
+        out.append(g)
+        g *= 2
+    return out
+
+
+def resized(rec: OpRecord, cost: OpCost, sizes: list[tuple[Axis, int]], own: OpCost | None = None
+            ) -> tuple[OpRecord, OpCost] | None:
+    """`rec` with each axis's dimension set to its new size (arguments named by the axis, and results whose
+    dimension had the op's size), and `cost` plus the change of the anchor's own cost (a fused group keeps
+    its other ops' work; `own`: the anchor's cost at its size, where the caller has it); None where the
+    anchor has no formula."""
+    args, outputs = rec.args, rec.outputs
+    for (names, dim, size, _), new in sizes:
+        def grow(t, dim=dim, size=size, new=new):
+            if not isinstance(t, TensorMeta) or len(t.shape) <= dim or t.shape[dim] != size:
+                return t
+            # built directly: dataclasses.replace costs three times as much, and a grid builds thousands
+            return TensorMeta(t.shape[:dim] + (new,) + t.shape[dim + 1:], t.dtype, t.bits, t.touched * new // size,
+                              t.col_major, t.storage, t.offset)
+        args = tuple((name, grow(value) if name in names else value) for name, value in args)
+        outputs = tuple(grow(t) for t in outputs)
+    out = OpRecord(rec.op, rec.packet, rec.module, rec.phase, args, outputs, rec.mutates, rec.is_view)
+    category, at = classify(out, False)  # the anchor's formula (a fused record keeps its anchor's packet)
+    if category == "unsupported":
+        return None
+    if own is None:
+        _, own = classify(rec, False)
+    return out, OpCost(max(0.0, cost.flop + at.flop - own.flop),
+                       max(0.0, cost.bytes_read + at.bytes_read - own.bytes_read),
+                       max(0.0, cost.bytes_written + at.bytes_written - own.bytes_written))
+
+
+def grid_ops(rec: OpRecord, category: str, cost: OpCost, rows_pad: bool = False
+             ) -> tuple[list[Axis], list[list[int]], dict] | None:
+    """(axes, grid per axis, {grid point (a tuple of sizes): (record, cost)}) of an op on the envelope, or None.
+    Memoized by the identity of the record and cost: the same op is timed on every device."""
+    found = axes(rec, category, rows_pad)
+    if not found:
+        return None
+    return _GRIDS.get((rec, cost), (category, rows_pad), lambda: _grid_ops(rec, cost, found))
+
+
+def _grid_ops(rec: OpRecord, cost: OpCost, found: list[Axis]):
+    grids = [_grid(size, top) for _, _, size, top in found]
+    points = {}
+    _, own = classify(rec, False)
+    for point in _product(grids):
+        op = resized(rec, cost, list(zip(found, point)), own)
+        if op is None:
+            return None
+        if len(_INTERNED) >= 65536:
+            _INTERNED.clear()
+        # one object per distinct resized record: ops of one shape family share grid points, and a device's
+        # lookups of them key by identity (planner/predict/timing.py)
+        points[point] = (_INTERNED.setdefault(op[0], op[0]), op[1])
+    return found, grids, points
+
+
+_GRIDS = IdentityMemo(8192)
+_INTERNED: dict[OpRecord, OpRecord] = {}
+
+
+def _product(grids: list[list[int]]) -> list[tuple[int, ...]]:
+    out = [()]
+    for g in grids:
+        out = [p + (x,) for p in out for x in g]
+    return out
+
+
+def envelope_s(rec: OpRecord, category: str, cost: OpCost, time_at: Callable[[OpRecord, OpCost], float],
+               floor_s: float, rows_pad: bool = False) -> float | None:
+    """The op's time on the envelope (module docstring), in seconds, given `time_at(record, cost)` (the
+    roofline time of a resized op on the device) and the op's own roofline `floor_s`; `rows_pad`: a GEMM's
+    rows pad (a step replayed as a CUDA graph). None for an op timed as measured."""
+    plan = grid_ops(rec, category, cost, rows_pad)
+    if plan is None:
+        return None
+    found, grids, points = plan
+    t = {point: time_at(*op) for point, op in points.items()}
+    # E: the least time at or above each grid point in every size (suffix minimum, last point first)
+    best: dict[tuple[int, ...], float] = {}
+    for point in sorted(t, reverse=True):
+        value = t[point]
+        for i, g in enumerate(grids):
+            j = g.index(point[i])
+            if j + 1 < len(g):
+                value = min(value, best[point[:i] + (g[j + 1],) + point[i + 1:]])
+        best[point] = value
+    # interpolate in log size and log time between the grid points around the op's sizes
+    weights = []
+    for (_, _, size, _), g in zip(found, grids):
+        weights.append(math.log2(size / g[0]))  # in [0, 1): g[0] <= size < g[1]
+    total = 0.0
+    for corner in _product([[0, 1]] * len(found)):
+        w = 1.0
+        for u, c in zip(weights, corner):
+            w *= u if c else 1 - u
+        if w:
+            total += w * math.log(best[tuple(g[c] for g, c in zip(grids, corner))])
+    return max(math.exp(total), floor_s)

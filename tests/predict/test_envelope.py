@@ -1,0 +1,141 @@
+"""The padding envelope (planner/predict/envelope.py): closed forms, and times non-decreasing in the sizes a
+kernel pads, never below the roofline."""
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.hardware.catalog import load_catalog
+from planner.predict import Request, default_context
+from planner.predict.api import target_of
+from planner.predict.envelope import GEMM_TOP, axes, grid_ops, resized
+from planner.predict.roofline import op_time
+from planner.workload.capture import OpRecord, TensorMeta
+from planner.workload.counting import classify
+from planner.workload.device_graph import device_graph
+from planner.workload.graphs import Workload
+from planner.workload.parallelism import Parallelism
+from planner.workload.zoo import resolve
+
+H100 = load_catalog().device("h100-sxm")
+
+
+def _t(*shape, bits=16):
+    n = 1
+    for s in shape:
+        n *= s
+    return TensorMeta(tuple(shape), "bfloat16", bits, n)
+
+
+def _mm(m, k, n):
+    rec = OpRecord("aten.mm.default", "aten.mm", "", "forward", (("self", _t(m, k)), ("mat2", _t(k, n))),
+                   (_t(m, n),), (), False)
+    return rec, *classify(rec, False)
+
+
+@dataclass(frozen=True)
+class RowEfficiency:
+    """Memory efficiency that rises with a GEMM's rows (a GEMV kernel slower than a small GEMM's tiles), as an
+    interpolated profile can read: 0.5 below 32 rows, 0.9 from 32 on."""
+
+    tier: str = "datasheet"
+    band_fraction: float = 0.0
+
+    def efficiencies(self, rec, category, device, nbytes=None):
+        m = rec.arg("self").shape[0]
+        return 1.0, (0.9 if m >= 32 else 0.5), 0.0
+
+
+def test_a_gemm_is_resized_along_its_rows_on_a_grid_of_powers_of_two():
+    rec, category, cost = _mm(3, 4096, 1024)
+    (found,) = axes(rec, category, rows_pad=True)
+    assert found == (("self",), 0, 3, GEMM_TOP)
+    assert axes(rec, category) == []  # rows pad only in a step replayed as a CUDA graph
+    _, grids, points = grid_ops(rec, category, cost, rows_pad=True)
+    # 2, 4, ..., 4096: the largest power of two at or below 3, up to the top (12 points)
+    assert grids == [[2 ** i for i in range(1, 13)]]
+    # at 4 rows: FLOP + 2 x 1 x 4,096 x 1,024 = 8,388,608; bytes + a row of A (4,096 x 2) and of C (1,024 x 2)
+    r4, c4 = points[(4,)]
+    assert r4.arg("self").shape == (4, 4096) and r4.outputs[0].shape == (4, 1024)
+    assert c4.flop - cost.flop == 2 * 1 * 4096 * 1024
+    assert c4.bytes - cost.bytes == 4096 * 2 + 1024 * 2
+    assert axes(*_mm(GEMM_TOP, 64, 64)[:2], rows_pad=True) == []  # at the top: timed as measured
+
+
+def test_a_1_row_gemm_takes_what_the_gemm_padded_to_32_rows_takes():
+    # 1 x 4,096 @ 4,096 x 4,096 bf16 on an H100 (3.35e12 B/s). At 1 row the efficiency reads 0.5: 33,570,816 B
+    # in 20.04 us; padded to 32 rows it reads 0.9 on (32 x 4,096 + 4,096^2 + 32 x 4,096) x 2 = 34,078,720 B:
+    # 11.30 us, the least time at or above 1 row on the grid (1 is a grid point: no interpolation)
+    rec, category, cost = _mm(1, 4096, 4096)
+    t = op_time(rec, category, cost, "bf16", H100, RowEfficiency(), rows_pad=True)
+    assert t.time_s == pytest.approx(34_078_720 / (H100.mem_bytes_per_s * 0.9))
+    assert t.time_s >= cost.bytes / H100.mem_bytes_per_s
+    # eager PyTorch calls cuBLAS at the shape it has: 33,570,816 B at 0.5 of the bandwidth, 20.04 us
+    eager = op_time(rec, category, cost, "bf16", H100, RowEfficiency())
+    assert eager.time_s == pytest.approx(33_570_816 / (H100.mem_bytes_per_s * 0.5))
+
+
+def test_between_grid_points_the_time_is_log_linear_and_never_below_the_roofline():
+    # 48 rows lie between 32 and 64: u = log2(48 / 32) = 0.585; both points read 0.9, so
+    # t = exp((1 - u) ln t(32) + u ln t(64)), and the roofline of 48 rows at efficiency 1 is below it
+    rec, category, cost = _mm(48, 4096, 4096)
+    t32 = (32 * 4096 + 4096 * 4096 + 32 * 4096) * 2 / (H100.mem_bytes_per_s * 0.9)
+    t64 = (64 * 4096 + 4096 * 4096 + 64 * 4096) * 2 / (H100.mem_bytes_per_s * 0.9)
+    import math
+    u = math.log2(48 / 32)
+    expected = math.exp((1 - u) * math.log(t32) + u * math.log(t64))
+    assert op_time(rec, category, cost, "bf16", H100, RowEfficiency(), rows_pad=True).time_s == pytest.approx(expected)
+    assert expected >= cost.bytes / H100.mem_bytes_per_s
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 5000), min_size=2, max_size=6))
+def test_gemm_time_is_non_decreasing_in_its_rows(rows):
+    times = [op_time(*_mm(m, 4096, 4096), "bf16", H100, RowEfficiency(), rows_pad=True).time_s for m in sorted(rows)]
+    assert all(b >= a * (1 - 1e-12) for a, b in zip(times, times[1:]))
+
+
+def _decode_attention(batch: int, context: int):
+    dg = device_graph(resolve("llama-3.1-8b"), Workload("decode", batch, context_len=context, engine="vllm"),
+                      Parallelism(tp=4))
+    op = next(op for op in dg.layer.ops if op.category == "attention")
+    return op.record, op.category, op.cost, dg.dtype
+
+
+CTX = default_context()
+TARGET = target_of(Request(model="llama-3.1-8b", device="h100-sxm", engine="vllm"), CTX, "vllm")
+
+
+def _attention_s(batch: int, context: int) -> float:
+    rec, category, cost, dtype = _decode_attention(batch, context)
+    return op_time(rec, category, cost, dtype, TARGET.device, TARGET.efficiency).time_s
+
+
+def test_decode_attention_is_non_decreasing_in_its_context_on_the_h100_profile():
+    # before the envelope the H100 profile read decode attention at 4,000 tokens faster (14.4 us) than at
+    # 1,000 (16.6 us): llama-3.1-8b, batch 1, tp 4 (2 KV heads per device), vLLM
+    times = [_attention_s(1, c) for c in (255, 500, 1000, 1999, 2000, 4000, 4255, 8000)]
+    assert times == sorted(times)
+
+
+@settings(max_examples=15, deadline=None)
+@given(b=st.sampled_from([1, 2, 3, 8, 16, 100]), db=st.sampled_from([0, 1, 7, 64]),
+       c=st.sampled_from([100, 255, 1000, 3000, 4000]), dc=st.sampled_from([0, 1, 500, 3000]))
+def test_decode_attention_is_non_decreasing_in_batch_and_context(b, db, c, dc):
+    small, large = _attention_s(b, c), _attention_s(b + db, c + dc)
+    assert large >= small * (1 - 1e-12)
+
+
+def test_resizing_keeps_a_fused_groups_other_work():
+    # a fused kernel's record is its anchor's: resizing adds the anchor's change and keeps the rest
+    rec, category, cost = _mm(8, 256, 256)
+    fused = OpRecord("fused.mm+relu", rec.packet, "", "forward", rec.args, rec.outputs, (), False)
+    extra = cost.__class__(cost.flop + 100.0, cost.bytes_read + 1000.0, cost.bytes_written)
+    (axis,) = axes(fused, category, rows_pad=True)
+    out, c = resized(fused, extra, [(axis, 16)])
+    _, at16 = classify(_mm(16, 256, 256)[0], False)
+    assert c.flop == pytest.approx(at16.flop + 100.0)
+    assert c.bytes_read == pytest.approx(at16.bytes_read + 1000.0)
+    assert out.op == "fused.mm+relu"
