@@ -1,7 +1,7 @@
 """Audit physics over a grid of configurations (issue 38): no prediction faster than its hardware allows,
 power between idle and the limit, memory and times monotone where physics says they must be.
 
-The grid (about 6,800 rows) goes through `planner predict --configs FILE --json` in one process, as a
+The grid (6,912 rows: six LLMs, DeepSeek-V3's latent attention at tp 8, vision and training) goes through `planner predict --configs FILE --json` in one process, as a
 user's would; each row that predicts is then checked (planner/predict/physics.py states the floors):
 - floors: TTFT, TPOT and latency of LLM serving, latency of a forward pass, a training step's time, each
   >= its roofline floor (the bytes no fusion avoids / bandwidth, the FLOP / the highest peak);
@@ -60,6 +60,8 @@ VISION = ["resnet50", "vit-b-16", "bert-base"]
 VISION_ENGINES = ["eager", "compile", "tensorrt"]
 TRAINING = [("gpt2", 1), ("resnet50", 1), ("llama-3.1-8b", 8)]
 TRAINING_ENGINES = ["eager", "compile", "megatron"]
+MLA = ("deepseek-v3", ["h200-sxm", "b200"], ["vllm", "sglang", "trtllm"], ["bf16", "fp8"], 8)
+"""Multi-head latent attention with MoE, at tp 8 (671B parameters): a smaller grid of its own."""
 
 
 def grid(quick: bool) -> list[dict]:
@@ -68,6 +70,11 @@ def grid(quick: bool) -> list[dict]:
     llms, devices = (LLMS[:2], DEVICES[:2]) if quick else (LLMS, DEVICES)
     for model, device, engine, recipe, batch, (inp, out), tp in itertools.product(
             llms, devices, LLM_ENGINES, RECIPES, BATCHES, LENGTHS, TPS):
+        rows.append({"model": model, "device": device, "engine": engine, "quant" if recipe != "bf16" else "dtype":
+                     recipe, "batch": batch, "input_len": inp, "output_len": out, "tp": tp, "gpus": tp})
+    model, mla_devices, mla_engines, mla_recipes, tp = MLA
+    for device, engine, recipe, batch, (inp, out) in itertools.product(
+            mla_devices[:1] if quick else mla_devices, mla_engines, mla_recipes, BATCHES, LENGTHS[:2]):
         rows.append({"model": model, "device": device, "engine": engine, "quant" if recipe != "bf16" else "dtype":
                      recipe, "batch": batch, "input_len": inp, "output_len": out, "tp": tp, "gpus": tp})
     for model, device, engine, dtype, batch in itertools.product(VISION, devices, VISION_ENGINES, ["bf16", "fp16"],

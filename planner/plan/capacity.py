@@ -94,12 +94,14 @@ class TrainingConfig:
     dp: int
     time_s: float
     cost_usd: float
-    """Rental (or on-prem fixed) $ per unit-hour x units x hours, plus on-prem electricity on energy_kwh."""
+    """Cloud: rental $ per unit-hour x units x hours. On-prem: the electricity of the run's energy above the
+    units' idle draw (the units are held, and their fixed cost and idle draw billed, all horizon)."""
     energy_kwh: float | None
     """Facility kWh of the run: (device energy + the rest of each server over the run) x the candidate's
     PUE; None when the device has no sourced TDP."""
     kg_co2e: float | None
-    """None when the energy or the region's grid intensity is unknown."""
+    """Of the energy the run adds (on-prem: above the units' idle draw); None when the energy or the region's
+    grid intensity is unknown."""
 
 
 def candidates(scenario: Scenario, ctx: Context) -> list[Candidate]:
@@ -318,9 +320,16 @@ def training_configs(ctx: Context, job: TrainingJob, candidate: Candidate, max_u
                    + units * candidate.rest_w / 1000 * hours) * pue
             kwh = kwh if kwh == kwh else None  # no sourced TDP: unknown, not zero
             intensity = candidate.kg_co2e_per_kwh
-            usd = hours * units * candidate.usd_per_h + (kwh or 0.0) * candidate.electricity_usd_per_kwh
+            if candidate.kind == "onprem":
+                # the servers are held all horizon (capacity_held), their fixed cost and idle draw billed there:
+                # the run adds the electricity and carbon of its energy above their idle draw
+                added = None if kwh is None else max(0.0, kwh - units * (candidate.idle_kw or 0.0) * hours)
+                usd = (added or 0.0) * candidate.electricity_usd_per_kwh
+            else:
+                added = kwh
+                usd = hours * units * candidate.usd_per_h + (kwh or 0.0) * candidate.electricity_usd_per_kwh
             found.append(TrainingConfig(candidate.key, units, tp, dp, time_s, usd, kwh,
-                                        kwh * intensity if kwh is not None and intensity is not None else None))
+                                        added * intensity if added is not None and intensity is not None else None))
             break
         units *= 2
     return found

@@ -21,13 +21,15 @@ The rule, per op with a paddable size (GEMMs of M < GEMM_TOP rows where rows pad
 most DECODE_QUERY_TOKENS query tokens, with B < BATCH_TOP and S < CONTEXT_TOP):
     grid        powers of two g along each paddable size, from the largest at or below the op's size to
                 the top: g_0 <= size < g_1 < ... <= top
-    t(g)        the roofline time of the op resized to g (its efficiency read there; its cost the op's
-                plus the anchor's change, planner/workload/counting.py's formula at g)
+    t(g)        the roofline time of the op's anchor resized to g: its cost by planner/workload/counting.py's
+                formula and its efficiency at that shape, the same for every op of the shape family (a
+                fused group's other work, or the bytes its fusion saves, would differ from op to op and
+                the grids of two ops would not nest: it enters through the floor below)
     E(g)        min of t over every grid point at or above g in every size (the quadrant, for two
                 sizes): what a kernel padding up to the grid can reach; non-decreasing in each size
     time        E interpolated between the grid points around the op's size, linear in log size and
                 log time (bilinear for two sizes), and at least the op's own roofline
-                max(FLOP / peak, bytes / bandwidth)
+                max(FLOP / peak, bytes / bandwidth) of its whole (fused) cost
 So time is non-decreasing in every padded size (a log-linear interpolation of a non-decreasing grid is
 non-decreasing, and so is the roofline), equals E at the grid points, and never beats the roofline.
 Sizes at or above the tops are timed as measured: large GEMMs are compute-bound and efficient.
@@ -68,6 +70,9 @@ def axes(rec: OpRecord, category: str, rows_pad: bool = False) -> list[Axis]:
         a = rec.arg(names[0]) if names else None
         if not isinstance(a, TensorMeta) or len(a.shape) != 2 or not rec.outputs or len(rec.outputs[0].shape) != 2:
             return []
+        bias = rec.arg("self") if names[0] == "mat1" else None
+        if not (isinstance(bias, TensorMeta) and len(bias.shape) == 2):  # a bias [N] keeps its size
+            names = names[:1]
         found = [(names, 0, a.shape[0], GEMM_TOP)]
     elif category == "attention" and not rec.packet.endswith("_backward"):
         q, k = rec.arg("query"), rec.arg("key")
@@ -90,49 +95,43 @@ def _grid(size: int, top: int) -> list[int]:
     return out
 
 
-def resized(rec: OpRecord, cost: OpCost, sizes: list[tuple[Axis, int]], own: OpCost | None = None
-            ) -> tuple[OpRecord, OpCost] | None:
-    """`rec` with each axis's dimension set to its new size (arguments named by the axis, and results whose
-    dimension had the op's size), and `cost` plus the change of the anchor's own cost (a fused group keeps
-    its other ops' work; `own`: the anchor's cost at its size, where the caller has it); None where the
-    anchor has no formula."""
+def resized(rec: OpRecord, sizes: list[tuple[Axis, int]]) -> tuple[OpRecord, OpCost] | None:
+    """`rec`'s anchor op with each axis's dimension set to its new size (arguments named by the axis, and
+    results whose dimension had the op's size), and its cost there (planner/workload/counting.py's formula);
+    None where it has no formula. The same for every op of a shape family, fused or not."""
     args, outputs = rec.args, rec.outputs
     for (names, dim, size, _), new in sizes:
         def grow(t, dim=dim, size=size, new=new):
-            if not isinstance(t, TensorMeta) or len(t.shape) <= dim or t.shape[dim] != size:
+            # a tensor along the axis has dimensions after it (a 1-D result of a few elements, an RNG seed
+            # pair, is no batch however many it holds)
+            if not isinstance(t, TensorMeta) or len(t.shape) <= dim + 1 or t.shape[dim] != size:
                 return t
             # built directly: dataclasses.replace costs three times as much, and a grid builds thousands
             return TensorMeta(t.shape[:dim] + (new,) + t.shape[dim + 1:], t.dtype, t.bits, t.touched * new // size,
                               t.col_major, t.storage, t.offset)
         args = tuple((name, grow(value) if name in names else value) for name, value in args)
         outputs = tuple(grow(t) for t in outputs)
-    out = OpRecord(rec.op, rec.packet, rec.module, rec.phase, args, outputs, rec.mutates, rec.is_view)
-    category, at = classify(out, False)  # the anchor's formula (a fused record keeps its anchor's packet)
-    if category == "unsupported":
-        return None
-    if own is None:
-        _, own = classify(rec, False)
-    return out, OpCost(max(0.0, cost.flop + at.flop - own.flop),
-                       max(0.0, cost.bytes_read + at.bytes_read - own.bytes_read),
-                       max(0.0, cost.bytes_written + at.bytes_written - own.bytes_written))
+    # named as the anchor op, not "fused.": its efficiency is read at its own shape
+    out = OpRecord(rec.packet, rec.packet, rec.module, rec.phase, args, outputs, rec.mutates, rec.is_view)
+    category, at = classify(out, False)
+    return None if category == "unsupported" else (out, at)
 
 
-def grid_ops(rec: OpRecord, category: str, cost: OpCost, rows_pad: bool = False
+def grid_ops(rec: OpRecord, category: str, rows_pad: bool = False
              ) -> tuple[list[Axis], list[list[int]], dict] | None:
     """(axes, grid per axis, {grid point (a tuple of sizes): (record, cost)}) of an op on the envelope, or None.
-    Memoized by the identity of the record and cost: the same op is timed on every device."""
+    Memoized by the identity of the record: the same op is timed on every device."""
     found = axes(rec, category, rows_pad)
     if not found:
         return None
-    return _GRIDS.get((rec, cost), (category, rows_pad), lambda: _grid_ops(rec, cost, found))
+    return _GRIDS.get((rec,), (category, rows_pad), lambda: _grid_ops(rec, found))
 
 
-def _grid_ops(rec: OpRecord, cost: OpCost, found: list[Axis]):
+def _grid_ops(rec: OpRecord, found: list[Axis]):
     grids = [_grid(size, top) for _, _, size, top in found]
     points = {}
-    _, own = classify(rec, False)
     for point in _product(grids):
-        op = resized(rec, cost, list(zip(found, point)), own)
+        op = resized(rec, list(zip(found, point)))
         if op is None:
             return None
         if len(_INTERNED) >= 65536:
@@ -159,7 +158,7 @@ def envelope_s(rec: OpRecord, category: str, cost: OpCost, time_at: Callable[[Op
     """The op's time on the envelope (module docstring), in seconds, given `time_at(record, cost)` (the
     roofline time of a resized op on the device) and the op's own roofline `floor_s`; `rows_pad`: a GEMM's
     rows pad (a step replayed as a CUDA graph). None for an op timed as measured."""
-    plan = grid_ops(rec, category, cost, rows_pad)
+    plan = grid_ops(rec, category, rows_pad)
     if plan is None:
         return None
     found, grids, points = plan

@@ -6,8 +6,8 @@ once, and a result nobody outside reads is never written. Its time is then one r
 kernel overhead (planner/predict/roofline.py). Lowering never adds bytes or kernels and never
 changes FLOP (tests/workload/test_lowering.py checks all three on every zoo model).
 
-Conservation: a fused kernel reads every tensor that existed before it and writes every tensor that
-outlives it. Only the bytes a member op wrote can stay on chip: a buffer updated in place inside the
+Conservation: a fused kernel reads every tensor that existed before it, once (views of one storage at
+one offset count as the largest of them), and writes every tensor that outlives it. Only the bytes a member op wrote can stay on chip: a buffer updated in place inside the
 kernel and then read whole (a KV cache: copy_ writes one token's slice, attention reads every token)
 is read from memory for its prior contents, read bytes - min(read bytes, bytes the member wrote
 there). A write is dropped only when its storage was allocated inside the kernel (a fresh result of a
@@ -394,20 +394,28 @@ def _external(members_in_order: list[int], records, costs, reads, producers, con
         flop += costs[j].flop
         read += costs[j].bytes_read
         written += costs[j].bytes_written
-    seen_reads: set[tuple] = set()
+    seen_reads: dict[tuple, float] = {}
     for j in members_in_order:
         rec = records[j]
         for t, p in zip(reads[j], producers[j]):
             if p is not None and p in members:
                 # what the member wrote stays on chip; the rest of what is read here (the prior contents
                 # of a buffer the member updated in place) comes from memory
-                read -= min(t.bytes, _written_to(records[p], t.storage))
+                on_chip = min(t.bytes, _written_to(records[p], t.storage))
+                read -= on_chip
+                part, key = t.bytes - on_chip, ("prior", p, t.storage, t.offset)
+            else:
+                part, key = t.bytes, ((p, t.storage, t.offset) if t.storage else None)
+            if key is None:
                 continue
-            key = (p, t.storage, t.offset, t.shape) if t.storage else None
-            if key is not None and key in seen_reads:
-                read -= t.bytes  # a second read of the same input: read once
-            elif key is not None:
-                seen_reads.add(key)
+            seen = seen_reads.get(key)
+            if seen is None:
+                seen_reads[key] = part
+            else:
+                # views of one storage at one offset, read again (the same input; MLA's value, a prefix of
+                # its key's latent cache): the larger is read once
+                read -= min(seen, part)
+                seen_reads[key] = max(seen, part)
         for t in written_tensors(rec):
             users = consumers.get((j, t.storage), []) if t.storage else []
             if users and all(u in members for u in users) and origins.get((j, t.storage)) in members:

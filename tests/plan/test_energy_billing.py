@@ -137,3 +137,23 @@ def test_every_unit_draws_between_its_idle_and_its_limit(energy_plans, name):
         rest = unit_power(ctx, device, per_unit, server).rest_w
         most = (per_unit * ctx.power.limit_w(device) + rest) * r.pue / 1000
         assert r.idle_kw_per_unit * (1 - 1e-9) <= r.average_kw / r.units <= most * (1 + 1e-9), r.candidate
+
+
+def test_onprem_training_bills_only_the_electricity_above_idle():
+    # on-prem servers are held all horizon: their fixed cost and idle draw are billed by the rows; a training
+    # run on them adds the electricity (and carbon) of its energy above their idle draw, nothing else:
+    # cost = (kWh of the run - units x idle kW x hours) x $/kWh
+    from planner.plan.capacity import training_configs
+    from planner.plan.scenario import TrainingJob
+
+    ctx = default_context()
+    scenario = load(Path(__file__).resolve().parents[2] / "examples" / "hybrid.yaml")
+    onprem = next(c for c in candidates(scenario, ctx) if c.kind == "onprem")
+    job = TrainingJob("t", "gpt2", "bf16", 1e9, 1024, 30 * 86400.0)
+    [cfg, *_] = training_configs(ctx, job, onprem)
+    hours = cfg.time_s / 3600
+    added = cfg.energy_kwh - cfg.units * onprem.idle_kw * hours
+    assert 0 < added < cfg.energy_kwh
+    assert cfg.cost_usd == pytest.approx(added * onprem.electricity_usd_per_kwh)
+    if onprem.kg_co2e_per_kwh is not None:
+        assert cfg.kg_co2e == pytest.approx(added * onprem.kg_co2e_per_kwh)

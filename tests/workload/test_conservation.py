@@ -162,3 +162,39 @@ def test_the_conserved_floor_of_one_block_is_its_external_inputs_and_outputs():
     assert floor.bytes_read == 256 + 1024 + 64
     assert floor.bytes_written == 512
     assert floor.flop == sum((c for _, c in pairs), OpCost()).flop
+
+
+class LatentAttention(nn.Module):
+    """MLA-like decode: one latent cache [B, 1, S, 40] updated in place; attention reads it whole as its key and
+    its first 32 columns (a view at the same offset) as its value."""
+
+    def __init__(self, batch: int, ctx: int):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(batch, 1, ctx, 40))
+
+    def forward(self, q, kv, pos: int):
+        q = q * 0.5
+        self.cache[:, :, pos:pos + 1].copy_(kv)
+        return F.scaled_dot_product_attention(q, self.cache, self.cache[..., :32])
+
+
+def test_a_value_that_is_a_prefix_of_the_key_cache_is_read_once():
+    # batch 2, 64 tokens: the key view is 2 x 64 x 40 x 2 B = 10,240 B, the value view 2 x 64 x 32 x 2 B = 8,192 B of
+    # the same storage at offset 0; the new token (2 x 40 x 2 = 160 B) stays on chip. The fused kernel reads q
+    # (160 B), the new token (160 B) and the cache's prior contents once: max(10,240 - 160, 8,192 - 160) = 10,080 B
+    module = LatentAttention(2, 64).to(device="meta", dtype=torch.bfloat16)
+    q = torch.empty(2, 1, 1, 40, device="meta", dtype=torch.bfloat16)
+    kv = torch.empty(2, 1, 1, 40, device="meta", dtype=torch.bfloat16)
+
+    def run(_cap):
+        with torch.no_grad():
+            module(q, kv, 63)
+
+    graph = capture(run, torch.bfloat16, 16, "bf16", kv_cache=tuple(module.buffers()))
+    tags = pointwise_packets(graph)
+    pairs = [classify(r, r.packet in tags) for r in graph.records]
+    ks = lower(graph.records, [c for c, _ in pairs], [c for _, c in pairs], ["first"] * len(pairs),
+               get_engine("trtllm"))
+    [fused] = [k for k in ks if k.absorbed > 1]
+    assert fused.category == "attention"
+    assert fused.cost.bytes_read == pytest.approx(160 + 160 + 10_080)
