@@ -48,9 +48,12 @@ from planner.workload.counting import OpCost, classify
 GEMM_TOP = 4096
 """GEMMs of fewer rows are timed on the envelope, up to this many rows."""
 BATCH_TOP = 1024
-"""Decode attention of a smaller batch is timed on the envelope, up to this batch."""
+"""Decode attention of a smaller batch is timed on the envelope, up to this batch: twice the largest batch
+vLLM captures as a CUDA graph by default (max_cudagraph_capture_size, at most 512: hardware_specs/engines/
+vllm.json, from vllm/config/compilation.py)."""
 CONTEXT_TOP = 131072
-"""Decode attention over a shorter context is timed on the envelope, up to this many tokens."""
+"""Decode attention over a shorter context is timed on the envelope, up to this many tokens: the longest
+context of the zoo's decoders (Llama 3.1's 131,072, models/configs/llama-3.1-8b.json)."""
 DECODE_QUERY_TOKENS = 16
 """Attention with at most this many query tokens per sequence is decode attention."""
 
@@ -153,8 +156,8 @@ def _product(grids: list[list[int]]) -> list[tuple[int, ...]]:
     return out
 
 
-def envelope_s(rec: OpRecord, category: str, cost: OpCost, time_at: Callable[[OpRecord, OpCost], float],
-               floor_s: float, rows_pad: bool = False) -> float | None:
+def envelope_s(rec: OpRecord, category: str, time_at: Callable[[OpRecord, OpCost], float], floor_s: float,
+               rows_pad: bool = False) -> float | None:
     """The op's time on the envelope (module docstring), in seconds, given `time_at(record, cost)` (the
     roofline time of a resized op on the device) and the op's own roofline `floor_s`; `rows_pad`: a GEMM's
     rows pad (a step replayed as a CUDA graph). None for an op timed as measured."""

@@ -100,7 +100,7 @@ def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device
     if own.bound == "none":
         return own
     floor = roofline_s(cost.flop, cost.bytes, own.peak_flop_per_s, device.mem_bytes_per_s, 1.0, 1.0, 0.0)[0]
-    enveloped = envelope_s(rec, category, cost, lambda r, c: _op_time(r, category, c, graph_dtype, device,
+    enveloped = envelope_s(rec, category, lambda r, c: _op_time(r, category, c, graph_dtype, device,
                                                                       efficiency).time_s, floor, rows_pad)
     return own if enveloped is None else scaled(own, enveloped)
 

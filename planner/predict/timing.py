@@ -181,31 +181,29 @@ def _time_op(op, matrix_dtype: str | None, graph_dtype: str, device: Device, eff
         peak = peaks[matrix_dtype] = (vector_peak(device, graph_dtype) if matrix_dtype is None
                                       else matrix_peak(device, matrix_dtype, graph_dtype))
 
-    def effs(r, c) -> tuple[float, float, float]:
-        # (compute, memory efficiency, overhead) of the op or a resized one; a resized op's are met again from
-        # every op of its shape family on this device: looked up once (`memo`)
-        if r is rec:
-            if rec.op.startswith("fused."):  # op_time: a fused group's efficiency is read at its kernel's bytes
-                return efficiency.efficiencies(rec, category, device, nbytes=cost.bytes)
-            return efficiency.efficiencies(rec, category, device)
-        # resized records are interned (envelope.py): keyed by identity, the record kept to check it is the same
-        key = ("resized", id(r), c.bytes if r.op.startswith("fused.") else None)
+    def resized_effs(r) -> tuple[float, float, float]:
+        # (compute, memory efficiency, overhead) of a resized op (envelope.py: named as its anchor, interned), met
+        # again from every op of its shape family on this device: looked up once (`memo`), keyed by identity
+        # with the record kept to check it is the same
+        key = ("resized", id(r))
         found = memo.get(key) if memo is not None else None
         if found is None or found[0] is not r:
-            found = (r, efficiency.efficiencies(r, category, device, nbytes=c.bytes) if r.op.startswith("fused.")
-                     else efficiency.efficiencies(r, category, device))
+            found = (r, efficiency.efficiencies(r, category, device))
             if memo is not None:
                 memo[key] = found
         return found[1]
 
-    compute_eff, memory_eff, overhead = effs(rec, cost)
+    if rec.op.startswith("fused."):  # op_time: a fused group's efficiency is read at its kernel's bytes
+        compute_eff, memory_eff, overhead = efficiency.efficiencies(rec, category, device, nbytes=cost.bytes)
+    else:
+        compute_eff, memory_eff, overhead = efficiency.efficiencies(rec, category, device)
     time_s, compute, memory, bound = roofline_s(cost.flop, cost.bytes, peak, device.mem_bytes_per_s, compute_eff,
                                                 memory_eff, overhead)
     # a GEMM of few rows or decode attention on the padding envelope (planner/predict/envelope.py), its parts
     # scaled to that time as roofline.op_time scales them; power drawn at the op's own FLOP and bytes
     floor = roofline_s(cost.flop, cost.bytes, peak, device.mem_bytes_per_s, 1.0, 1.0, 0.0)[0]
-    enveloped = envelope_s(rec, category, cost, lambda r, c: roofline_s(c.flop, c.bytes, peak, device.mem_bytes_per_s,
-                                                                        *effs(r, c))[0], floor, rows_pad)
+    enveloped = envelope_s(rec, category, lambda r, c: roofline_s(c.flop, c.bytes, peak, device.mem_bytes_per_s,
+                                                                  *resized_effs(r))[0], floor, rows_pad)
     if enveloped is not None:
         f = enveloped / time_s if time_s > 0 else 1.0
         time_s, compute, memory, overhead = enveloped, compute * f, memory * f, overhead * f

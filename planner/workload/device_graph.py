@@ -328,7 +328,7 @@ def least_cost(model: Model, workload: Workload, parallelism: Parallelism = Para
     as one kernel, the layer blocks counted as the folded graph counts them (num_layers x their weighted
     mean). Whatever the engine: no lowering moves fewer bytes (planner/predict/physics.py's floor)."""
     tp, ep = parallelism.tp, parallelism.ep
-    _, num_layers, captured, roles, fold, weights = _captured(model, replace(workload, engine="eager"), tp, ep)
+    _, num_layers, captured, roles, _, weights = _captured(model, replace(workload, engine="eager"), tp, ep)
     records = captured.graph.records
     categories, costs = classified(captured.graph)
     blocks = [(role, _layer_index(rec.module) if role == "layer" else 0) for rec, role in zip(records, roles)]
