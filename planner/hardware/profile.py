@@ -17,8 +17,6 @@ the band: its 90th percentile |error| for the measured tier, widened for transfe
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,11 +24,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy.interpolate import LinearNDInterpolator
 
 from planner.files import read_bytes, text_of
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import KindDefaults, wave_efficiencies, wave_efficiency
+from planner.hardware.interpolate import Interpolator
 from planner.hardware.profile_check import (  # noqa: F401 (SCHEMA: the layout read)
     SCHEMA,
     check_profile,
@@ -355,117 +353,6 @@ _BN_KEYS = {"batch_norm_train": "bn_train", "batch_norm_backward": "bn_backward"
 _DW_KEYS = {"depthwise": "dw", "depthwise_backward": "dw_backward"}
 
 
-class _IDW:
-    """Inverse-distance weighting of the k nearest points (features standardized)."""
-
-    def __init__(self, x: np.ndarray, y: np.ndarray, k: int = 4):
-        std = x.std(axis=0)
-        self.scale = np.where(std > 0, std, 1.0)
-        self.x, self.y, self.k = x / self.scale, y, min(k, len(y))
-        # the standardized features by column: a query's squared distance accumulates one feature at a
-        # time over arrays of n values (72 kB for a published attention curve's 9,000 points) instead of
-        # an n x d temporary (430 kB, past malloc's mmap threshold: 190 -> 38 us a query). Summed in the
-        # same order as .sum(axis=1) over d < 8 features, so the distances are equal to the last bit.
-        self.columns = [np.ascontiguousarray(self.x[:, j]) for j in range(self.x.shape[1])]
-
-    def __call__(self, q: np.ndarray) -> float:
-        scaled = q / self.scale
-        squared = (self.columns[0] - scaled[0]) ** 2
-        for column, value in zip(self.columns[1:], scaled[1:]):
-            squared += (column - value) ** 2
-        d = np.sqrt(squared)
-        near = np.argpartition(d, self.k - 1)[: self.k] if len(d) > self.k else np.arange(len(d))
-        idx = near[np.argsort(d[near])]
-        if d[idx[0]] < 1e-9:
-            return float(self.y[idx[0]])
-        w = 1.0 / d[idx] ** 2
-        return float((w * self.y[idx]).sum() / w.sum())
-
-
-_LAZY = object()
-
-
-class _Grid:
-    """Multilinear interpolation on a regular grid at one point inside it: what scipy's
-    RegularGridInterpolator(method="linear") returns, without its ~0.1 ms of per-call set-up (a cold
-    `compare` looks up some 1,500 new GEMM shapes)."""
-
-    def __init__(self, axes: list[np.ndarray], values: np.ndarray):
-        self.axes = [[float(v) for v in a] for a in axes]
-        self.values = values
-        self.corners = list(itertools.product((0, 1), repeat=len(axes)))
-
-    def __call__(self, point) -> float:
-        index, frac = [], []
-        for axis, p in zip(self.axes, point):
-            # the cell [axis[i], axis[i + 1]] holding p (the last cell for p on the upper edge)
-            i = min(max(bisect.bisect_left(axis, p) - 1, 0), len(axis) - 2)
-            index.append(i)
-            frac.append((p - axis[i]) / (axis[i + 1] - axis[i]))
-        total = 0.0
-        for corner in self.corners:
-            weight = 1.0
-            for bit, f in zip(corner, frac):
-                weight *= f if bit else 1.0 - f
-            if weight:
-                total += weight * float(self.values[tuple(i + b for i, b in zip(index, corner))])
-        return total
-
-
-class _Interpolator:
-    """log η against log-shape features.
-
-    Points on a grid (GEMM): multilinear interpolation over the grid's axes, the holes of a grid
-    cut short by the budget filled from the scattered interpolator, queries clamped to the grid's
-    edges. Scattered points: linear on a Delaunay mesh where possible, else IDW. 1-D kinds:
-    piecewise-linear in log bytes, constant beyond the ends."""
-
-    def __init__(self, x: np.ndarray, y: np.ndarray, linear: bool):
-        self.dims = x.shape[1]
-        self.idw = _IDW(x, y)
-        self.linear = None
-        self.grid = None
-        if self.dims == 1:
-            order = np.argsort(x[:, 0])
-            self.x1, self.y1 = x[order, 0], y[order]
-            return
-        if linear and len(y) > self.dims + 1:
-            self._points = (x, y)  # the Delaunay mesh is built on first use: a full grid never needs it
-            self.linear = _LAZY
-            axes = [np.unique(x[:, d]) for d in range(self.dims)]
-            if all(len(a) >= 2 for a in axes) and math.prod(len(a) for a in axes) <= 4 * len(y):
-                self.grid = self._grid(x, y, axes)
-
-    def _grid(self, x: np.ndarray, y: np.ndarray, axes: list[np.ndarray]):
-        values = np.full([len(a) for a in axes], np.nan)
-        index = tuple(np.searchsorted(axes[d], x[:, d]) for d in range(self.dims))
-        values[index] = y
-        for hole in zip(*np.nonzero(np.isnan(values))):
-            values[hole] = self._scattered(np.array([axes[d][i] for d, i in enumerate(hole)]))
-        self.lo, self.hi = np.array([a[0] for a in axes]), np.array([a[-1] for a in axes])
-        return _Grid(axes, values)
-
-    def _scattered(self, point: np.ndarray) -> float:
-        if self.linear is _LAZY:
-            try:
-                self.linear = LinearNDInterpolator(*self._points)
-            except Exception:  # degenerate (coplanar) points: IDW alone
-                self.linear = None
-        if self.linear is not None:
-            value = float(self.linear(point.reshape(1, -1))[0])
-            if not math.isnan(value):
-                return value
-        return self.idw(point)
-
-    def __call__(self, q: tuple[float, ...]) -> float:
-        if self.dims == 1:
-            return float(np.interp(q[0], self.x1, self.y1))
-        point = np.asarray(q, dtype=float)
-        if self.grid is not None:
-            return self.grid(np.clip(point, self.lo, self.hi))
-        return self._scattered(point)
-
-
 @dataclass
 class ProfileModel:
     """Efficiency model fitted to a profile, scikit-learn style: fit(profile, device) returns self."""
@@ -534,8 +421,8 @@ class ProfileModel:
                 eta = eta / wave_efficiencies(batch, m_, n_, self.kind_defaults, device)
             keep = eta > 0
             if keep.sum() >= 2:
-                self.models_[key] = _Interpolator(x[keep], np.log(eta[keep]),
-                                                  key.startswith("gemm"))
+                self.models_[key] = Interpolator(x[keep], np.log(eta[keep]), key.startswith("gemm"),
+                                                  monotone_bytes=key.startswith("mem:"))
         self.keys_ = frozenset(self.models_)  # which curve an op reads depends on these alone (profile_select)
         return self
 

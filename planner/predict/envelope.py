@@ -9,13 +9,16 @@ higher efficiency than a smaller one: decode attention at 4,000 tokens read 14.4
 profile where 1,000 tokens read 16.6 us, a 1-row GEMM on the B200 took 9.3 us where 32 rows took
 4.8 us. Such a time is not what the hardware would do: its kernel would run the padded shape.
 
-Which sizes pad. Decode attention's batch and context, always: a longer context or a larger batch is more
-KV cache to read, and no kernel reads more faster. A GEMM's rows only in a step the engine replays as a
-CUDA graph: serving engines (vLLM, SGLang, TensorRT-LLM) capture their graphs at bucketed batch sizes
-and tune each bucket's kernels, so a batch runs at least as fast as a larger bucket; eager PyTorch calls
-cuBLAS at the shape it has, and cuBLAS's GEMV for one row is measurably slower than its GEMM for a few
-(a 1 x 8192 x 8192 bf16 GEMM at 2.30 TFLOP/s on an H100, benchmarks/data/dev_measurements.csv DEV-204,
-where 32 rows would stream the weights faster): there the measured shape stands.
+Which sizes pad. Decode attention's batch and context, and a GEMM's rows (a grouped expert GEMM's rows per
+expert), in every step planner times as a whole (predict, serve, plan, sweep): a longer context, a larger
+batch or a longer prompt is more work, and no step may get faster as it grows (issue 38's monotonicity law).
+Serving engines do pad: CUDA graphs are captured at bucketed batch sizes with each bucket's kernels tuned.
+Eager PyTorch calls cuBLAS at the shape it has, and cuBLAS's kernel choice is not monotone: our H100 eager
+profile measured a 1 x 16,378 x 16,378 bf16 GEMM at 226 us and 16 rows at 217 us (hardware_specs/
+calibration/h100-sxm/pytorch-eager.json); in a step the envelope gives the smaller size the larger one's
+time, an optimistic departure no larger than such a dip (dev_validation moved by at most 0.7% on any row
+when eager and prefill GEMMs joined the envelope). A single kernel set beside its own measurement
+(`planner op`, trace analysis, calibration checks) is timed at its own shape (`rows_pad` False).
 
 The rule, per op with a paddable size (GEMMs of M < GEMM_TOP rows where rows pad; decode attention, at
 most DECODE_QUERY_TOKENS query tokens, with B < BATCH_TOP and S < CONTEXT_TOP):
@@ -67,8 +70,15 @@ Axis = tuple[tuple[str, ...], int, int, int]
 
 def axes(rec: OpRecord, category: str, rows_pad: bool = False) -> list[Axis]:
     """The paddable sizes of `rec`: [] for an op timed as measured (not decode attention, nor a GEMM where
-    `rows_pad` (a step replayed as a CUDA graph), or a size at or above its top)."""
-    if category == "matmul" and rows_pad:
+    `rows_pad` (in a step timed as a whole), or a size at or above its top)."""
+    if category == "matmul" and rows_pad and rec.op.startswith("fused.experts:"):
+        # a grouped expert GEMM's lookup record [E, m, K] x [E, K, N] (lowering._batched): m, the most rows
+        # of any expert, pads; its result [E, m, N] with it
+        a = rec.arg("self")
+        if rec.packet != "aten.bmm" or not isinstance(a, TensorMeta) or len(a.shape) != 3:
+            return []
+        found = [(("self",), 1, a.shape[1], GEMM_TOP)]
+    elif category == "matmul" and rows_pad:
         names = _ROWS.get(rec.packet)
         a = rec.arg(names[0]) if names else None
         if not isinstance(a, TensorMeta) or len(a.shape) != 2 or not rec.outputs or len(rec.outputs[0].shape) != 2:
@@ -114,8 +124,10 @@ def resized(rec: OpRecord, sizes: list[tuple[Axis, int]]) -> tuple[OpRecord, OpC
                               t.col_major, t.storage, t.offset)
         args = tuple((name, grow(value) if name in names else value) for name, value in args)
         outputs = tuple(grow(t) for t in outputs)
-    # named as the anchor op, not "fused.": its efficiency is read at its own shape
-    out = OpRecord(rec.packet, rec.packet, rec.module, rec.phase, args, outputs, rec.mutates, rec.is_view)
+    # named as the anchor op, not "fused.": its efficiency is read at its own shape; a grouped expert GEMM
+    # keeps its name (each expert's rows fill tiles of their own: profile_select reads its waves per expert)
+    name = rec.op if rec.op.startswith("fused.experts:") else rec.packet
+    out = OpRecord(name, rec.packet, rec.module, rec.phase, args, outputs, rec.mutates, rec.is_view)
     category, at = classify(out, False)
     return None if category == "unsupported" else (out, at)
 
@@ -160,7 +172,7 @@ def envelope_s(rec: OpRecord, category: str, time_at: Callable[[OpRecord, OpCost
                rows_pad: bool = False) -> float | None:
     """The op's time on the envelope (module docstring), in seconds, given `time_at(record, cost)` (the
     roofline time of a resized op on the device) and the op's own roofline `floor_s`; `rows_pad`: a GEMM's
-    rows pad (a step replayed as a CUDA graph). None for an op timed as measured."""
+    rows pad (an op of a step timed as a whole). None for an op timed as measured."""
     plan = grid_ops(rec, category, rows_pad)
     if plan is None:
         return None

@@ -93,8 +93,8 @@ def matrix_peak(device: Device, dtype: str, graph_dtype: str) -> float:
 
 def op_time(rec: OpRecord, category: str, cost: OpCost, graph_dtype: str, device: Device,
             efficiency: EfficiencyModel, rows_pad: bool = False) -> OpTime:
-    """Predict one op's time on `device` (seconds); decode attention, and with `rows_pad` (a step replayed as a
-    CUDA graph) a GEMM of few rows, on the padding envelope (planner/predict/envelope.py), its parts scaled to
+    """Predict one op's time on `device` (seconds); decode attention, and with `rows_pad` (an op of a step timed
+    as a whole) a GEMM of few rows, on the padding envelope (planner/predict/envelope.py), its parts scaled to
     that time."""
     own = _op_time(rec, category, cost, graph_dtype, device, efficiency)
     if own.bound == "none":

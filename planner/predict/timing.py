@@ -117,8 +117,9 @@ def _part_time(part: Part, dg: DeviceGraph, device: Device, efficiency: Efficien
     cells: dict[tuple[str, str, str], float] = {}
     phase_energy: dict[str, float] = {}
     rows = []
-    # a GEMM's rows pad in a step the engine replays as a CUDA graph (planner/predict/envelope.py)
-    rows_pad = get_engine(dg.workload.engine).replays(dg.workload.mode)
+    # a GEMM's rows pad in every step timed as a whole (planner/predict/envelope.py: no step faster at a
+    # larger batch or prompt); a single kernel set beside its own measurement (ops, trace) keeps its shape
+    rows_pad = True
     timed, peaks, curve = _OP_TIMES.get((device, efficiency, power), (dg.dtype, rows_pad), lambda: (
         {}, {}, power.curve_for(device) if type(power) is PowerModel else None))
     ops, views, kernels, flop, nbytes, kernel_launches = _plan(part, dg.dtype)

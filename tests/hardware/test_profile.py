@@ -8,6 +8,7 @@ import pytest
 from planner.hardware.catalog import load_catalog
 from planner.hardware.efficiency import DatasheetEfficiency, load_defaults, wave_efficiency
 from planner.hardware.fit_report import fit_report
+from planner.hardware.interpolate import Interpolator
 from planner.hardware.profile import Profile, load_profiles, profile_device
 from planner.hardware.profile_select import efficiency_for
 from planner.predict.context import Context, default_context
@@ -124,24 +125,24 @@ def test_committed_profiles_load_and_predict_in_their_own_tier():
 
 
 def test_the_grid_interpolation_is_scipys_multilinear_one():
-    """profile._Grid returns what scipy's RegularGridInterpolator(method="linear") returns, at grid points
+    """interpolate.Grid returns what scipy's RegularGridInterpolator(method="linear") returns, at grid points
     and between them: on a 3 x 4 x 2 grid of f = 2a + 3b - c + ab (bilinear terms are reproduced exactly
     by multilinear interpolation), and at 500 random points of a random grid."""
     import numpy as np
     from scipy.interpolate import RegularGridInterpolator
 
-    from planner.hardware.profile import _Grid
+    from planner.hardware.interpolate import Grid
 
     axes = [np.array([0.0, 1.0, 3.0]), np.array([-1.0, 0.0, 2.0, 5.0]), np.array([10.0, 12.0])]
     a, b, c = np.meshgrid(*axes, indexing="ij")
-    grid = _Grid(axes, 2 * a + 3 * b - c + a * b)
+    grid = Grid(axes, 2 * a + 3 * b - c + a * b)
     # f(2, 1, 11) = 4 + 3 - 11 + 2 = -2, inside a cell
     assert grid((2.0, 1.0, 11.0)) == pytest.approx(-2.0)
     assert grid((3.0, 5.0, 12.0)) == pytest.approx(2 * 3 + 3 * 5 - 12 + 15)  # the upper corner
     rng = np.random.default_rng(1)
     axes = [np.sort(rng.uniform(0, 10, n)) for n in (5, 6, 4)]
     values = rng.normal(size=(5, 6, 4))
-    grid, ref = _Grid(axes, values), RegularGridInterpolator(axes, values, method="linear")
+    grid, ref = Grid(axes, values), RegularGridInterpolator(axes, values, method="linear")
     for _ in range(500):
         q = np.array([rng.uniform(ax[0], ax[-1]) for ax in axes])
         assert grid(q) == pytest.approx(float(ref(q.reshape(1, -1))[0]), abs=1e-12)
@@ -171,13 +172,13 @@ def test_a_curve_read_for_one_device_is_carried_to_another_with_that_devices_wav
 
 @pytest.mark.parametrize("dims", [2, 3, 4, 5, 6])
 def test_idw_distances_by_column_equal_the_row_sums_to_the_last_bit(dims):
-    # _IDW accumulates squared distances one feature at a time; numpy sums a row of fewer than 8 values in
+    # IDW accumulates squared distances one feature at a time; numpy sums a row of fewer than 8 values in
     # the same order, so the interpolated values equal those of sqrt(((x - q)^2).sum(axis=1)) exactly
-    from planner.hardware.profile import _IDW
+    from planner.hardware.interpolate import IDW
 
     rng = np.random.default_rng(dims)
     x, y = rng.random((3000, dims)) * 12, rng.random(3000)
-    idw = _IDW(x, y)
+    idw = IDW(x, y)
 
     def reference(q):
         d = np.sqrt(((idw.x - q / idw.scale) ** 2).sum(axis=1))
@@ -189,3 +190,22 @@ def test_idw_distances_by_column_equal_the_row_sums_to_the_last_bit(dims):
     for _ in range(300):
         q = rng.random(dims) * 12
         assert idw(q) == reference(q)
+
+
+def test_a_memory_bound_curve_takes_the_lower_envelope_of_its_time_in_bytes():
+    # knots at 1, 2 and 4 kiB (x = log2 bytes 10, 11, 12) with eta 0.1, 0.3, 0.35: time in units of bytes / eta
+    # 10,240, 6,826.7 and 11,702.9 -- the 1 kiB kernel read slower than the 2 kiB one. The envelope gives every
+    # size at most the least time of a knot above it:
+    #   x 10:   eta 1,024 / 6,826.7 = 0.15 (raw 0.1)
+    #   x 10.5: raw eta sqrt(0.1 x 0.3) = 0.1732, time 1,448.2 / 0.1732 = 8,361 > 6,826.7: 1,448.2 / 6,826.7 = 0.2121
+    #   x 11.5: raw eta sqrt(0.3 x 0.35) = 0.3240, time 2,896.3 / 0.3240 = 8,938 < 11,702.9: raw
+    x = np.array([[10.0], [11.0], [12.0]])
+    y = np.log([0.1, 0.3, 0.35])
+    curve = Interpolator(x, y, linear=False, monotone_bytes=True)
+    assert math.exp(curve((10.0,))) == pytest.approx(1024 / (2048 / 0.3))
+    assert math.exp(curve((10.5,))) == pytest.approx(2 ** 10.5 / (2048 / 0.3))
+    assert math.exp(curve((11.0,))) == pytest.approx(0.3)
+    assert math.exp(curve((11.5,))) == pytest.approx(math.sqrt(0.3 * 0.35))
+    assert math.exp(Interpolator(x, y, linear=False)((10.0,))) == pytest.approx(0.1)  # a curve without: raw
+    times = [2 ** q / math.exp(curve((q,))) for q in np.linspace(8, 14, 601)]
+    assert all(b >= a * (1 - 1e-12) for a, b in zip(times, times[1:]))

@@ -72,7 +72,8 @@ def _reference_part_time(part, dg, device, efficiency, power):
         phase, count, view = op.record.phase, op.count, op.category == "view"
         if view:
             launches[f"{phase}:view"] = launches.get(f"{phase}:view", 0) + count
-        burst = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency)
+        # every op of a step on the padding envelope (planner/predict/envelope.py: rows_pad)
+        burst = op_time(op.record, op.category, op.cost, dg.dtype, device, efficiency, rows_pad=True)
         if burst.bound == "none":
             continue
         t, e = power.sustained_energy_j(burst, device, op.cost)
