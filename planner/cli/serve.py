@@ -34,6 +34,10 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     load.add_argument("--trace", metavar="FILE", help="CSV or JSONL of arrival_s, input_len, output_len")
     p.add_argument("--requests", type=positive_int, help="requests to simulate (default: until the latencies settle, "
                                                          "or an overload's queue shows its growth; see README)")
+    p.add_argument("--client", metavar="NAME", help="measure as this benchmark client runs a load: vllm-bench-serve, "
+                   "sglang-bench-serving, genai-perf, aiperf, trtllm-bench, inferencemax (its request count, "
+                   "lengths and ITL; hardware_specs/serving/clients.json)")
+    p.add_argument("--range-ratio", type=finite_float, metavar="R", help="with --client: its --random-range-ratio")
     p.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
     p.add_argument("--cv", type=finite_float, default=1.0, help="gamma arrivals: CV of the gaps (>1 bursty)")
     p.add_argument("--think-s", type=finite_float, default=0.0, help="closed loop: pause between requests, s")
@@ -73,7 +77,8 @@ def _inputs(args: argparse.Namespace):
                   dtype=precision_of(args), instance=args.instance, site=args.site, pricing=args.pricing,
                   utilization=args.utilization, engine=args.engine, power_limit_w=args.power_limit_w)
     load = Load(rate_rps=args.rate, concurrency=args.concurrency, trace=args.trace, requests=args.requests,
-                arrival=args.arrival, cv=args.cv, lengths=args.lengths, think_s=args.think_s, seed=args.seed)
+                arrival=args.arrival, cv=args.cv, lengths=args.lengths, think_s=args.think_s, seed=args.seed,
+                client=args.client, range_ratio=args.range_ratio)
     scheduling = Scheduling(args.max_num_seqs, args.max_num_batched_tokens, args.prefix_hit_rate, args.disagg)
     return req, load, scheduling, Slo(args.slo_ttft, args.slo_tpot, args.slo_stat)
 

@@ -35,6 +35,8 @@ from planner.predict.inference import prompt_len
 from planner.predict.prediction import CostOptions, price
 from planner.serve import load as loads
 from planner.serve import steady
+from planner.serve import versions
+from planner.serve.clients import get_client
 from planner.serve.metrics import ServeMetrics, summarize
 from planner.serve.policies import Policy, describe, policy_for
 from planner.serve.sim import Run, simulate
@@ -67,6 +69,11 @@ class Load:
     think_s: float = 0.0
     """Closed loop: a client's pause between a completion and its next request, s."""
     seed: int = 0
+    client: str | None = None
+    """The benchmark client the run is measured as (planner/serve/clients.py): its request count where none is
+    stated, its lengths, its ITL; None: planner's own (until steady, fixed lengths, pooled ITL)."""
+    range_ratio: float | None = None
+    """The client's --random-range-ratio (None: the client's default)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +205,7 @@ def _arrivals(req: Request, load: Load, model: Model) -> tuple[loads.Arrivals, s
         if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= MAX_SIM_REQUESTS:
             raise ConfigError(f"--concurrency must be a whole number in [1, {MAX_SIM_REQUESTS:,}], got {c!r}")
         arrivals = loads.poisson(1.0, n, lengths, load.seed)  # lengths only: clients send on completion
-        return arrivals, f"{c} concurrent clients, {n:,} requests, {what}"
+        return _client_lengths(arrivals, load), f"{c} concurrent clients, {n:,} requests, {what}"
     if load.arrival == "poisson":
         arrivals = loads.poisson(load.rate_rps, n, lengths, load.seed)
     elif load.arrival == "gamma":
@@ -206,7 +213,19 @@ def _arrivals(req: Request, load: Load, model: Model) -> tuple[loads.Arrivals, s
     else:
         raise ConfigError(f"--arrival must be poisson or gamma, got {load.arrival!r}")
     bursty = f", gamma cv {load.cv:g}" if load.arrival == "gamma" else ", Poisson"
-    return arrivals, f"{load.rate_rps:g} requests/s{bursty}, {n:,} requests, {what}"
+    return _client_lengths(arrivals, load), f"{load.rate_rps:g} requests/s{bursty}, {n:,} requests, {what}"
+
+
+def _client_lengths(arrivals: loads.Arrivals, load: Load) -> loads.Arrivals:
+    """`arrivals` with the stated fixed lengths spread as the load's client spreads them (a length preset, or no
+    client, keeps them); drawn from their own generator, so the arrival times stay those of the seed."""
+    if load.client is None or load.lengths:
+        return arrivals
+    client = get_client(load.client)
+    rng = np.random.default_rng([load.seed, 1])
+    n = len(arrivals)
+    return loads.Arrivals(arrivals.arrival_s, client.lengths(int(arrivals.input_len[0]), load.range_ratio, n, rng),
+                          client.lengths(int(arrivals.output_len[0]), load.range_ratio, n, rng))
 
 
 def _copies(req: Request, disagg: str | None) -> tuple[int, int]:
@@ -273,9 +292,28 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     for value, flag in ((slo.ttft_s, "--slo-ttft"), (slo.tpot_s, "--slo-tpot"), (load.think_s, "--think-s")):
         if value is not None and not 0 <= finite(value, flag) <= 1e6:
             raise ConfigError(f"{flag} must be seconds in [0, 1e6], got {value!r}")
+    client = None
+    if load.client is not None:
+        client = get_client(load.client)
+        if load.range_ratio is not None and not 0 <= finite(load.range_ratio, "--range-ratio") <= 1:
+            raise ConfigError(f"--range-ratio must be in [0, 1], got {load.range_ratio!r}")
+        if load.requests is None and load.trace is None and client.requests(load.concurrency) is not None:
+            load = replace(load, requests=client.requests(load.concurrency))  # a client runs its own count
+    elif load.range_ratio is not None:
+        raise ConfigError("--range-ratio needs --client: which client's rule spreads the lengths")
     device = ctx.device(req.device)
+    _, version = versions.split(req.engine)
+    req = replace(req, engine=versions.split(req.engine)[0])
     engine, engine_note = engine_for(replace(req, mode="inference"), model, device)
-    policy, fraction = policy_for(get_engine(engine), scheduling.max_num_seqs, scheduling.max_num_batched_tokens,
+    spec = get_engine(engine)
+    named = None
+    if spec.scheduler is not None:
+        named = versions.resolve(engine, version, spec.scheduler, device)
+        if named is not None:
+            spec = replace(spec, scheduler=named.scheduler)
+    elif version is not None:
+        raise ConfigError(f"engine {engine} runs static batches: it has no scheduler versions (name it without '@')")
+    policy, fraction = policy_for(spec, scheduling.max_num_seqs, scheduling.max_num_batched_tokens,
                                   scheduling.prefix_hit_rate, req.batch if isinstance(req.batch, int) else None)
     prefill_copies, decode_copies = _copies(req, scheduling.disagg)
     stated = load.requests is not None or load.trace is not None
@@ -299,10 +337,17 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
             break
     runs, arrivals, what, steps, kv_blocks, run_notes = one
     metrics = summarize(runs, slo.ttft_s, slo.tpot_s)
+    if client is not None and client.itl == "per_request":
+        metrics = replace(metrics, itl_s=metrics.tpot_s)  # the client's "ITL" is each request's TPOT
     par = parallelism(req)
     copies = prefill_copies + decode_copies
     gpus = copies * par.tp * par.pp
     notes = [engine_note, *run_notes]
+    if named is not None:
+        notes.append(f"scheduler: {named.describe()} on {device.id} (hardware_specs/serving/schedulers.json; "
+                     f"--engine {engine}@VERSION for another of {', '.join(versions.known(engine))})")
+    if client is not None and load.trace is None:
+        notes.append(client.describe(load.concurrency, len(arrivals), load.range_ratio))
     power = per_token = usd_h = usd_m = price_date = None
     if metrics.duration_s > 0 and device.tdp_w:
         power = metrics.energy_j / (gpus * metrics.duration_s)
@@ -320,6 +365,10 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     if load.trace is None:
         warnings, more = steady.messages(state, overloaded, stated, load.rate_rps, saturation_rps, finished)
         notes += more
+        if client is not None:  # a client's run is what it measures, settled or not: said, not warned of
+            notes += [f"as {client.id} measures it: {w.removeprefix('not steady: ').split(' (leave out')[0]}, not a "
+                      "steady state" for w in warnings if w.startswith("not steady")]
+            warnings = [w for w in warnings if not w.startswith("not steady")]
     eff = steps.target.efficiency
     return ServeResult(model.name, device.id, engine, gpus, par.tp, copies, describe(policy), kv_blocks,
                        policy.block_tokens, what, metrics, eff.tier, eff.band_fraction, power, per_token, usd_h,
@@ -397,7 +446,8 @@ def _disaggregated(steps: StepModel, policy: Policy, kv_blocks: int, arrivals: l
 
 
 SERVE_KEYS = ("concurrency", "arrival_rate_rps", "requests", "lengths", "arrival", "cv", "seed", "slo_ttft_s",
-              "slo_tpot_s", "slo_stat", "max_num_seqs", "max_num_batched_tokens", "prefix_hit_rate", "disagg")
+              "slo_tpot_s", "slo_stat", "max_num_seqs", "max_num_batched_tokens", "prefix_hit_rate", "disagg",
+              "client", "range_ratio")
 """--configs keys that make a row a simulated serving run (with `concurrency` or `arrival_rate_rps`)."""
 
 
@@ -419,13 +469,14 @@ def serve_row(row: dict, ctx: Context | None = None) -> dict:
         ints = {k: _int(given[k], k) for k in ("concurrency", "requests", "max_num_seqs", "max_num_batched_tokens")
                 if k in given}
         floats = {k: finite(given[k], f"key '{k}'") for k in ("arrival_rate_rps", "cv", "slo_ttft_s", "slo_tpot_s",
-                                                               "prefix_hit_rate") if k in given}
+                                                               "prefix_hit_rate", "range_ratio") if k in given}
         seed = int(given.get("seed", 0))
     except (ValueError, OverflowError):
         raise ConfigError("a serving key of the row is not a number") from None
     load = Load(rate_rps=floats.get("arrival_rate_rps"), concurrency=ints.get("concurrency"),
-                requests=ints.get("requests", DEFAULT_REQUESTS), arrival=str(given.get("arrival", "poisson")),
-                cv=floats.get("cv", 1.0), lengths=given.get("lengths"), seed=seed)
+                requests=ints.get("requests", None if "client" in given else DEFAULT_REQUESTS), arrival=str(given.get("arrival", "poisson")),
+                cv=floats.get("cv", 1.0), lengths=given.get("lengths"), seed=seed,
+                client=str(given["client"]) if "client" in given else None, range_ratio=floats.get("range_ratio"))
     scheduling = Scheduling(ints.get("max_num_seqs"), ints.get("max_num_batched_tokens"),
                             floats.get("prefix_hit_rate", 0.0), given.get("disagg"))
     slo = Slo(floats.get("slo_ttft_s"), floats.get("slo_tpot_s"), str(given.get("slo_stat", "p90")))

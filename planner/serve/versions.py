@@ -1,0 +1,148 @@
+"""Engine versions: the scheduler defaults of a named release (`--engine vllm@0.11`), resolved for a device.
+
+hardware_specs/serving/schedulers.json holds, per engine and version, the defaults read from the engine's code at
+that version (`engines`, the research record) and what the simulator takes of them (`versions`). A default that
+depends on the GPU is a list of tiers: vLLM's `vllm serve` runs a step budget of 8,192 tokens and 1,024 sequences
+on a GPU of at least 70 GiB that is not an A100, 2,048 and 256 otherwise, and from 0.33 16,384 tokens on
+160 GiB or more; SGLang's chunked_prefill_size is 8,192 on 35 to 160 GiB and 16,384 above from 0.4.10. A
+version is named exactly or by a prefix of its dotted parts ("0.11" is 0.11.0; "0.5" the newest 0.5.x
+recorded); none named is the engine's latest recorded version. Facts a version does not record are the
+engine file's (hardware_specs/engines/<engine>.json `scheduler`).
+
+Async scheduling (the CPU's scheduling of step n + 1 overlapping the GPU's step n) and the largest CUDA-graph
+batch are reported with the version, not simulated: the step times have no host term to hide.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
+from pathlib import Path
+
+from planner.errors import ConfigError
+from planner.files import read_bytes, text_of
+from planner.hardware.catalog import Device
+from planner.workload.engines import SchedulerDefaults
+
+ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "serving"
+_SIMULATED = {f.name for f in fields(SchedulerDefaults)} - {"policy"}
+_REPORTED = ("async_scheduling", "cuda_graph_max_batch")
+_COUNT = lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2**24  # noqa: E731
+_FLAG = lambda v: isinstance(v, bool)  # noqa: E731
+_CHECKS = {"max_num_batched_tokens": _COUNT, "max_num_seqs": _COUNT, "kv_block_tokens": _COUNT,
+           "cuda_graph_max_batch": _COUNT, "chunked_prefill": _FLAG, "mixed_batches": _FLAG, "prefix_caching": _FLAG,
+           "async_scheduling": _FLAG,
+           "kv_memory_fraction": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
+           "kv_memory_basis": lambda v: v in ("total", "free"), "preemption": lambda v: v in ("recompute", "none"),
+           "admission": lambda v: v in ("on_demand", "reserve_output")}
+"""What each fact may hold (a fact not named here is refused)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One engine version's scheduler defaults on one device."""
+
+    engine: str
+    version: str
+    scheduler: SchedulerDefaults
+    async_scheduling: bool | None
+    cuda_graph_max_batch: int | None
+
+    def describe(self) -> str:
+        extra = []
+        if self.async_scheduling is not None:
+            extra.append(f"async scheduling {'on' if self.async_scheduling else 'off'}")
+        if self.cuda_graph_max_batch is not None:
+            extra.append(f"CUDA graphs up to batch {self.cuda_graph_max_batch}")
+        return f"{self.engine} {self.version} defaults" + (f" ({', '.join(extra)}; reported, not simulated)"
+                                                             if extra else "")
+
+
+def split(name: str | None) -> tuple[str | None, str | None]:
+    """("vllm", "0.11") of "vllm@0.11"; (name, None) without a version."""
+    if not isinstance(name, str) or "@" not in name:
+        return name, None
+    base, _, version = name.partition("@")
+    return base.strip(), version.strip()
+
+
+def _table(root: str | Path | None = None) -> dict:
+    if root is None:
+        root = Path(os.environ["PLANNER_HARDWARE_SPECS"]) / "serving" if os.environ.get("PLANNER_HARDWARE_SPECS") \
+            else ROOT
+    return _load(str(Path(root) / "schedulers.json"))
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> dict:
+    try:
+        data = json.loads(text_of(read_bytes(path, "scheduler file"), path, "scheduler file"))
+    except ValueError as e:
+        raise ConfigError(f"{path}: not readable JSON ({str(e).splitlines()[0][:120]})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("versions"), dict) or \
+            not isinstance(data.get("latest"), dict):
+        raise ConfigError(f"{path}: needs objects 'versions' (engine -> version -> facts) and 'latest'")
+    return data
+
+
+def known(engine: str, root: str | Path | None = None) -> list[str]:
+    """The recorded versions of `engine`, oldest first ([] for an engine without any)."""
+    got = _table(root)["versions"].get(engine, {})
+    return sorted(got, key=_order)
+
+
+def _order(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else 0 for p in version.replace("post", ".").split("."))
+
+
+def _pick(engine: str, version: str | None, root) -> str | None:
+    table = _table(root)
+    versions = known(engine, root)
+    if not versions:
+        if version is not None:
+            raise ConfigError(f"engine {engine} has no recorded versions: name it without '@'")
+        return None
+    if version is None:
+        return table["latest"].get(engine, versions[-1])
+    matches = [v for v in versions if v == version or v.startswith(version + ".")]
+    if not matches:
+        raise ConfigError(f"engine {engine} has no recorded version {version!r}; recorded: {', '.join(versions)}")
+    return matches[-1]
+
+
+def _value(fact, device: Device, where: str):
+    value = fact.get("value") if isinstance(fact, dict) else None
+    if not isinstance(value, list):
+        return value
+    gib = (device.memory_bytes or 0) / 2**30
+    for tier in value:
+        if gib >= tier.get("min_gib", 0) and not any(n in device.id for n in tier.get("not_names", ())):
+            return tier["value"]
+    raise ConfigError(f"{where}: no tier matches {device.id} ({gib:.0f} GiB)")
+
+
+def resolve(engine: str, version: str | None, scheduler: SchedulerDefaults, device: Device,
+            root: str | Path | None = None) -> Version | None:
+    """The scheduler defaults of `engine` at `version` (None: its latest recorded) on `device`, over the engine
+    file's `scheduler`; None for an engine without recorded versions when none is named."""
+    picked = _pick(engine, version, root)
+    if picked is None:
+        return None
+    facts = _table(root)["versions"][engine][picked]
+    where = f"schedulers.json versions.{engine}.{picked}"
+    changes, reported = {}, {}
+    for key, fact in facts.items():
+        value = _value(fact, device, f"{where}.{key}")
+        if not _CHECKS.get(key, lambda v: False)(value):
+            raise ConfigError(f"{where}.{key}: {value!r} is not a valid value")
+        if key in _SIMULATED:
+            changes[key] = value
+        elif key in _REPORTED:
+            reported[key] = value
+    try:
+        sched = replace(scheduler, **changes)
+    except TypeError:
+        raise ConfigError(f"{where}: a fact of the wrong kind") from None
+    return Version(engine, picked, sched, reported.get("async_scheduling"), reported.get("cuda_graph_max_batch"))
