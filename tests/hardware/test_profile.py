@@ -209,3 +209,35 @@ def test_a_memory_bound_curve_takes_the_lower_envelope_of_its_time_in_bytes():
     assert math.exp(Interpolator(x, y, linear=False)((10.0,))) == pytest.approx(0.1)  # a curve without: raw
     times = [2 ** q / math.exp(curve((q,))) for q in np.linspace(8, 14, 601)]
     assert all(b >= a * (1 - 1e-12) for a, b in zip(times, times[1:]))
+
+
+def test_a_batched_gemv_without_a_bmm_curve_reads_the_gemm_curve_at_its_own_bytes():
+    # DeepSeek's latent attention at decode: [16, 1, 128] x [16, 128, 512] bf16, 16 weight matrices of 128 x 512.
+    # A profile without a bmm curve reads it as one GEMM of 1 row against their concatenation [128, 16 x 512]:
+    # features log2 (1, 8,192, 128) = (0, 13, 7), the same FLOP (2 x 16 x 128 x 512) and weight bytes. Read as
+    # 16 rows against one [128, 512] it took a B200 69 us for 599 kB (an efficiency of a GEMM 1/16 its bytes).
+    from planner.hardware.profile_select import _op_key
+    from planner.workload.capture import OpRecord, TensorMeta
+    from planner.workload.counting import classify
+
+    def t(*shape):
+        return TensorMeta(shape, "bfloat16", 16, math.prod(shape))
+
+    rec = OpRecord("aten.bmm.default", "aten.bmm", "", "decode", (("self", t(16, 1, 128)), ("mat2", t(16, 128, 512))),
+                   (t(16, 1, 512),), (), False)
+    category, _ = classify(rec, False)
+    key, feats, wave = _op_key(rec, category, "bf16", {"gemm:bf16": None})
+    assert key == "gemm:bf16" and feats == (0.0, 13.0, 7.0) and wave == (1, 1, 8192, 128)
+    # with a bmm curve it is read there, at (b, m, n, k)
+    assert _op_key(rec, category, "bf16", {"bmm": None, "gemm:bf16": None})[0] == "bmm"
+    # a prefill bmm of 1,024 rows ([16, 1,024, 128] x [16, 128, 512]) the same way: log2 (1,024, 8,192, 128)
+    rec2 = OpRecord("aten.bmm.default", "aten.bmm", "", "forward",
+                    (("self", t(16, 1024, 128)), ("mat2", t(16, 128, 512))), (t(16, 1024, 512),), (), False)
+    assert _op_key(rec2, category, "bf16", {"gemm:bf16": None})[1] == (10.0, 13.0, 7.0)
+    # and a B200 times the decode bmm at no less than its roofline, within a few microseconds
+    ctx = default_context()
+    device = ctx.device("b200")
+    eff = ctx.efficiency(device, (("aiconfigurator",), ()))
+    cost = classify(rec, False)[1]
+    time_s = op_time(rec, category, cost, "bf16", device, eff).time_s
+    assert cost.bytes / device.mem_bytes_per_s <= time_s < 20e-6
