@@ -348,6 +348,9 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
                      f"--engine {engine}@VERSION for another of {', '.join(versions.known(engine))})")
     if client is not None and load.trace is None:
         notes.append(client.describe(load.concurrency, len(arrivals), load.range_ratio))
+    elif load.trace is None:
+        notes.append("client: planner's own (TTFT, TPOT and ITL as vllm bench serve defines them); --client to run "
+                     "the load as a benchmark client does (its request count, lengths and ITL)")
     power = per_token = usd_h = usd_m = price_date = None
     if metrics.duration_s > 0 and device.tdp_w:
         power = metrics.energy_j / (gpus * metrics.duration_s)
