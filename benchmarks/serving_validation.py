@@ -185,16 +185,17 @@ def case_of(row: dict, ctx) -> Case:
 
 
 def with_version(engine: str, published: str) -> str:
-    """`engine@version` where the published version has scheduler defaults recorded (its newest match by
-    major.minor), else `engine` (its latest recorded defaults)."""
+    """`engine@version`: the newest release with recorded scheduler defaults at or below the published version
+    (an engine's own version number, e.g. "v0.10.2", "0.5.3.post3"; a container tag's other numbers are not
+    read), else `engine` (its latest recorded defaults)."""
     from planner.serve import versions
+    from planner.workload.engines import _release_order
 
-    m = re.search(r"(\d+)\.(\d+)", published)
+    m = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?(?:\.?post\d+)?)(?:rc\d+)?", published.strip())
     if not m:
         return engine
-    wanted = f"{m.group(1)}.{m.group(2)}"
-    return f"{engine}@{wanted}" if any(v == wanted or v.startswith(wanted + ".") for v in versions.known(engine)) \
-        else engine
+    at_most = [v for v in versions.known(engine) if _release_order(v) <= _release_order(m.group(1))]
+    return f"{engine}@{at_most[-1]}" if at_most else engine
 
 
 def read_rows(source: str | None) -> list[dict]:

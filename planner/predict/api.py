@@ -153,9 +153,9 @@ def engine_for(req: Request, model: Model, device) -> tuple[str, str]:
     else:
         if not isinstance(req.engine, str):
             raise ConfigError(f"--engine must be a name, got {req.engine!r}"[:200])
-        # "vllm@0.11": the version selects a serving engine's scheduler defaults (planner/serve/versions.py);
-        # its graph, fusions and kernels are the engine file's
-        name, why = get_engine(req.engine.partition("@")[0]).name, "from --engine"
+        # "vllm@0.11": a recorded release (checked by get_engine) selects a serving engine's scheduler defaults
+        # (planner/serve/versions.py); its graph, fusions and kernels are the engine file's
+        name, why = get_engine(req.engine).name, "from --engine"
     engine = get_engine(name)
     return name, _ENGINE_NOTES.get((engine,), (why, model.family, req.mode, device.kind, device.vendor),
                                    lambda: _engine_note_text(engine, why, model.family, req.mode, device))

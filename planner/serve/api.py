@@ -41,7 +41,6 @@ from planner.serve.metrics import ServeMetrics, summarize
 from planner.serve.policies import Policy, describe, policy_for
 from planner.serve.sim import Run, simulate
 from planner.serve.steps import StepModel
-from planner.workload.engines import get_engine
 from planner.workload.graphs import context_note
 from planner.workload.zoo import Model, resolve
 
@@ -292,33 +291,34 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     for value, flag in ((slo.ttft_s, "--slo-ttft"), (slo.tpot_s, "--slo-tpot"), (load.think_s, "--think-s")):
         if value is not None and not 0 <= finite(value, flag) <= 1e6:
             raise ConfigError(f"{flag} must be seconds in [0, 1e6], got {value!r}")
-    client = None
+    client, from_client = None, False
     if load.client is not None:
         client = get_client(load.client)
         if load.range_ratio is not None and not 0 <= finite(load.range_ratio, "--range-ratio") <= 1:
             raise ConfigError(f"--range-ratio must be in [0, 1], got {load.range_ratio!r}")
-        if load.requests is None and load.trace is None and client.requests(load.concurrency) is not None:
-            load = replace(load, requests=client.requests(load.concurrency))  # a client runs its own count
+        if load.range_ratio is not None and (load.lengths or load.trace is not None):
+            raise ConfigError("--range-ratio spreads fixed --input-len/--output-len; a --lengths preset or a --trace "
+                              "has lengths of its own")
+        count = client.requests(load.concurrency)
+        if load.requests is None and load.trace is None and count is not None:
+            if count > MAX_SIM_REQUESTS:
+                raise ConfigError(f"--client {client.id} runs {count:,} requests at --concurrency "
+                                  f"{load.concurrency}, above the {MAX_SIM_REQUESTS:,} simulated at most: give "
+                                  "--requests")
+            load, from_client = replace(load, requests=count), True  # a client runs its own count
     elif load.range_ratio is not None:
         raise ConfigError("--range-ratio needs --client: which client's rule spreads the lengths")
     device = ctx.device(req.device)
     _, version = versions.split(req.engine)
     req = replace(req, engine=versions.split(req.engine)[0])
     engine, engine_note = engine_for(replace(req, mode="inference"), model, device)
-    spec = get_engine(engine)
-    named = None
-    if spec.scheduler is not None:
-        named = versions.resolve(engine, version, spec.scheduler, device)
-        if named is not None:
-            spec = replace(spec, scheduler=named.scheduler)
-    elif version is not None:
-        raise ConfigError(f"engine {engine} runs static batches: it has no scheduler versions (name it without '@')")
+    spec, named = versions.engine_at(engine, version, device)
     policy, fraction = policy_for(spec, scheduling.max_num_seqs, scheduling.max_num_batched_tokens,
                                   scheduling.prefix_hit_rate, req.batch if isinstance(req.batch, int) else None)
     prefill_copies, decode_copies = _copies(req, scheduling.disagg)
     stated = load.requests is not None or load.trace is not None
     open_rate = load.rate_rps is not None and load.trace is None and load.concurrency is None and not prefill_copies
-    if saturation_rps is None and open_rate and not stated:
+    if saturation_rps is None and open_rate and (not stated or from_client):  # a client's count: still warned of
         from planner.serve.sweep import saturation_rate
 
         _arrivals(req, replace(load, requests=steady.FIRST_REQUESTS), model)  # bad input fails before the run

@@ -21,7 +21,6 @@ trtllm-bench).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -32,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.errors import ConfigError, UnknownNameError
-from planner.files import read_bytes, text_of
+from planner.files import parse_json, read_text
 
 ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "serving"
 RANGES = ("fixed", "below", "around")
@@ -81,8 +80,8 @@ class Client:
 
     def describe(self, concurrency: int | None, requests: int, ratio: float | None) -> str:
         r = self.range_ratio if ratio is None else ratio
-        spread = {"fixed": "lengths as stated", "below": f"lengths uniform in [{r:g} L, L]",
-                  "around": "lengths as stated" if r == 0 else f"lengths uniform in [{1 - r:g} L, {1 + r:g} L]"}
+        spread = {"fixed": "lengths as stated", "below": f"lengths uniform in [max({r:g} L, 1), L]",
+                  "around": "lengths as stated" if r == 0 else f"lengths uniform in [max({1 - r:g} L, 1), {1 + r:g} L]"}
         start = f"all {concurrency} clients at once, " if concurrency else ""
         itl = "ITL pooled over streamed gaps" if self.itl == "pooled_gaps" else "ITL = per-request TPOT"
         version = re.sub(r"\b([0-9a-f]{7})[0-9a-f]{33}\b", r"\1", self.version.split(" (")[0])
@@ -101,10 +100,7 @@ def load_clients(root: str | Path | None = None) -> dict[str, Client]:
 
 @lru_cache(maxsize=4)
 def _load(path: str) -> dict[str, Client]:
-    try:
-        data = json.loads(text_of(read_bytes(path, "client file"), path, "client file"))
-    except ValueError as e:
-        raise ConfigError(f"{path}: not readable JSON ({str(e).splitlines()[0][:120]})") from None
+    data = parse_json(read_text(path, "client file"), f"client file '{path}'", finite=True)
     if not isinstance(data, dict) or not isinstance(data.get("clients"), dict):
         raise ConfigError(f"{path}: needs an object 'clients' of client id -> facts")
     out = {}
@@ -115,20 +111,26 @@ def _load(path: str) -> dict[str, Client]:
 
 def _client(cid: str, facts, path: str) -> Client:
     where = f"{path}: client {cid!r}"
+    def number(value, whole: bool):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or whole and value != int(value):
+            raise TypeError(value)
+        return int(value) if whole else float(value)
+
     try:
         sim = facts["simulated"]
         requests, lengths, itl = sim["requests"]["value"], sim["lengths"]["value"], sim["itl"]["value"]
-        fixed = int(requests.get("fixed", 0))
-        per = float(requests.get("per_concurrency", 0.0))
-        least = int(requests.get("at_least", 0))
-        spread, ratio = str(lengths["range"]), float(lengths["ratio"])
+        fixed = number(requests.get("fixed", 0), True)
+        per = number(requests.get("per_concurrency", 0.0), False)
+        least = number(requests.get("at_least", 0), True)
+        spread, ratio = str(lengths["range"]), number(lengths["ratio"], False)
         title, version = str(facts["title"]), str(facts["version"])
     except (KeyError, TypeError, ValueError, AttributeError):
         raise ConfigError(f"{where}: needs title, version and simulated.requests/lengths/itl "
-                          "({value, source}; see simulated_schema)") from None
-    if spread not in RANGES or itl not in ITLS or not 0 <= ratio <= 1 or fixed < 0 or per < 0 or least < 0:
+                          "({value, source}; see simulated_schema), with whole request counts") from None
+    if spread not in RANGES or itl not in ITLS or not 0 <= ratio <= 1 or not 0 <= fixed <= 10**6 \
+            or not 0 <= per <= 1000 or not 0 <= least <= 10**6:
         raise ConfigError(f"{where}: simulated values out of range (range one of {', '.join(RANGES)}, itl one of "
-                          f"{', '.join(ITLS)}, ratio in [0, 1], request counts >= 0)")
+                          f"{', '.join(ITLS)}, ratio in [0, 1], request counts in [0, 1e6], per_concurrency in [0, 1,000])")
     return Client(cid, title, version, fixed, per, least, spread, ratio, itl)
 
 

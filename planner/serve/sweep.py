@@ -34,7 +34,6 @@ from planner.predict.api import Request
 from planner.predict.context import Context, default_context
 from planner.serve.api import MAX_SIM_REQUESTS, Load, Scheduling, ServeResult, Slo, serve
 from planner.serve.policies import policy_for
-from planner.workload.engines import get_engine
 from planner.workload.zoo import Model, resolve
 
 BISECTIONS = 8
@@ -66,8 +65,11 @@ def saturation(req: Request, load: Load, scheduling: Scheduling = Scheduling(), 
     device = ctx.device(req.device)
     from planner.predict.api import engine_for, parallelism
 
+    from planner.serve.versions import engine_at, split
+
     engine, _ = engine_for(replace(req, mode="inference"), model, device)
-    policy, _ = policy_for(get_engine(engine), scheduling.max_num_seqs, scheduling.max_num_batched_tokens,
+    policy, _ = policy_for(engine_at(engine, split(req.engine)[1], device)[0], scheduling.max_num_seqs,
+                           scheduling.max_num_batched_tokens,
                            scheduling.prefix_hit_rate, req.batch if isinstance(req.batch, int) else None)
     copies = parallelism(req).dp
     clients = min(policy.max_seqs * copies, MAX_SIM_REQUESTS // STEADY_WAVES)

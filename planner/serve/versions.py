@@ -15,16 +15,21 @@ batch are reported with the version, not simulated: the step times have no host 
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 
 from planner.errors import ConfigError
-from planner.files import read_bytes, text_of
+from planner.files import parse_json, read_text
 from planner.hardware.catalog import Device
-from planner.workload.engines import SchedulerDefaults
+from planner.workload.engines import (
+    SchedulerDefaults,
+    _release_order,
+    matched_version,
+    recorded_versions,
+    split_version,
+)
 
 ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "serving"
 _SIMULATED = {f.name for f in fields(SchedulerDefaults)} - {"policy"}
@@ -62,10 +67,7 @@ class Version:
 
 def split(name: str | None) -> tuple[str | None, str | None]:
     """("vllm", "0.11") of "vllm@0.11"; (name, None) without a version."""
-    if not isinstance(name, str) or "@" not in name:
-        return name, None
-    base, _, version = name.partition("@")
-    return base.strip(), version.strip()
+    return split_version(name)
 
 
 def _table(root: str | Path | None = None) -> dict:
@@ -77,47 +79,54 @@ def _table(root: str | Path | None = None) -> dict:
 
 @lru_cache(maxsize=4)
 def _load(path: str) -> dict:
-    try:
-        data = json.loads(text_of(read_bytes(path, "scheduler file"), path, "scheduler file"))
-    except ValueError as e:
-        raise ConfigError(f"{path}: not readable JSON ({str(e).splitlines()[0][:120]})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("versions"), dict) or \
-            not isinstance(data.get("latest"), dict):
-        raise ConfigError(f"{path}: needs objects 'versions' (engine -> version -> facts) and 'latest'")
+    data = parse_json(read_text(path, "scheduler file"), f"scheduler file '{path}'", finite=True)
+    versions, latest = (data.get("versions"), data.get("latest")) if isinstance(data, dict) else (None, None)
+    if not isinstance(versions, dict) or not isinstance(latest, dict):
+        raise ConfigError(f"{path}: needs objects 'versions' (engine -> release -> facts) and 'latest'")
+    for engine, table in versions.items():
+        if not isinstance(table, dict) or not all(isinstance(facts, dict) for facts in table.values()):
+            raise ConfigError(f"{path}: versions.{engine} must map each release to an object of facts")
+        if engine in latest and latest[engine] not in table:
+            raise ConfigError(f"{path}: latest.{engine} {latest[engine]!r} is not one of its recorded releases")
     return data
 
 
 def known(engine: str, root: str | Path | None = None) -> list[str]:
     """The recorded versions of `engine`, oldest first ([] for an engine without any)."""
-    got = _table(root)["versions"].get(engine, {})
-    return sorted(got, key=_order)
-
-
-def _order(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else 0 for p in version.replace("post", ".").split("."))
+    if root is None:
+        return recorded_versions(engine)
+    return sorted(_table(root)["versions"].get(engine, {}), key=_release_order)
 
 
 def _pick(engine: str, version: str | None, root) -> str | None:
-    table = _table(root)
     versions = known(engine, root)
     if not versions:
         if version is not None:
             raise ConfigError(f"engine {engine} has no recorded versions: name it without '@'")
         return None
     if version is None:
-        return table["latest"].get(engine, versions[-1])
+        return _table(root)["latest"].get(engine, versions[-1])
+    if root is None:
+        return matched_version(engine, version)
     matches = [v for v in versions if v == version or v.startswith(version + ".")]
-    if not matches:
+    if not version or not matches:
         raise ConfigError(f"engine {engine} has no recorded version {version!r}; recorded: {', '.join(versions)}")
     return matches[-1]
 
 
 def _value(fact, device: Device, where: str):
-    value = fact.get("value") if isinstance(fact, dict) else None
+    if not isinstance(fact, dict) or "value" not in fact:
+        raise ConfigError(f"{where}: must be {{value, source}}")
+    value = fact["value"]
     if not isinstance(value, list):
         return value
     gib = (device.memory_bytes or 0) / 2**30
     for tier in value:
+        ok = isinstance(tier, dict) and "value" in tier and isinstance(tier.get("min_gib", 0), (int, float)) \
+            and not isinstance(tier.get("min_gib", 0), bool) and isinstance(tier.get("not_names", []), list) \
+            and all(isinstance(n, str) for n in tier.get("not_names", []))
+        if not ok:
+            raise ConfigError(f"{where}: each tier must be {{min_gib: number, not_names: [names], value}}")
         if gib >= tier.get("min_gib", 0) and not any(n in device.id for n in tier.get("not_names", ())):
             return tier["value"]
     raise ConfigError(f"{where}: no tier matches {device.id} ({gib:.0f} GiB)")
@@ -146,3 +155,19 @@ def resolve(engine: str, version: str | None, scheduler: SchedulerDefaults, devi
     except TypeError:
         raise ConfigError(f"{where}: a fact of the wrong kind") from None
     return Version(engine, picked, sched, reported.get("async_scheduling"), reported.get("cuda_graph_max_batch"))
+
+
+def engine_at(engine: str, version: str | None, device: Device):
+    """(the Engine `engine` with its scheduler at `version` on `device`, the Version or None): the engine file's
+    scheduler where the engine records no versions and none is named; ConfigError for a version of an engine
+    without a scheduler."""
+    from planner.workload.engines import get_engine
+
+    spec = get_engine(engine)
+    if spec.scheduler is None:
+        if version is not None:
+            raise ConfigError(f"engine {engine} runs static batches: it has no scheduler versions (name it "
+                              "without '@')")
+        return spec, None
+    named = resolve(engine, version, spec.scheduler, device)
+    return (spec if named is None else replace(spec, scheduler=named.scheduler)), named

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -278,12 +279,68 @@ def engines() -> dict[str, Engine]:
 
 
 def get_engine(name: str) -> Engine:
-    """The engine called `name` (case-insensitive); UnknownNameError lists the valid ones."""
+    """The engine called `name` (case-insensitive); UnknownNameError lists the valid ones. "vllm@0.11" is the
+    engine vllm, checked to have that release recorded (`matched_version`): a release selects a serving
+    engine's scheduler defaults (planner/serve/versions.py); its graph, fusions and kernels are the file's."""
     table = engines()
-    key = name.strip().lower() if isinstance(name, str) else name
+    key, version = split_version(name)
+    key = key.strip().lower() if isinstance(key, str) else key
     if key not in table:
         raise UnknownNameError("engine", str(name), table)
+    if version is not None:
+        matched_version(key, version)
     return table[key]
+
+
+def split_version(name):
+    """("vllm", "0.11") of "vllm@0.11"; (name, None) without "@"."""
+    if not isinstance(name, str) or "@" not in name:
+        return name, None
+    base, _, version = name.partition("@")
+    return base.strip(), version.strip()
+
+
+def recorded_versions(engine: str) -> list[str]:
+    """The releases of `engine` whose scheduler defaults hardware_specs/serving/schedulers.json records (its
+    `versions`), oldest first; [] for none."""
+    table = _versions(str(engines_root().parent / "serving" / "schedulers.json"))
+    return list(table.get(engine, ()))
+
+
+def matched_version(engine: str, version: str) -> str:
+    """The recorded release `version` names: itself, or the newest whose dotted parts it prefixes ("0.11" is
+    0.11.0, "0.4" the newest 0.4.x); ConfigError listing the recorded ones otherwise."""
+    known = recorded_versions(engine)
+    if not known:
+        raise ConfigError(f"engine {engine} has no recorded versions: name it without '@'")
+    matches = [v for v in known if version and (v == version or v.startswith(version + "."))]
+    if not matches:
+        raise ConfigError(f"engine {engine} has no recorded version {version!r}; recorded: {', '.join(known)}")
+    return matches[-1]
+
+
+def _release_order(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.]|post", version) if p)
+
+
+@functools.lru_cache(maxsize=4)
+def _versions(path: str) -> dict[str, tuple[str, ...]]:
+    """{engine: its recorded releases, oldest first} of a schedulers.json ({} where the file is absent)."""
+    if not Path(path).is_file():
+        return {}
+    try:
+        data = parse_json(read_text(path, "scheduler file"), f"scheduler file '{path}'", finite=True)
+        versions = data["versions"]
+        out = {}
+        for engine, table in versions.items():
+            if not isinstance(table, dict) or not all(isinstance(v, str) and re.fullmatch(r"[0-9][0-9a-z.]*", v)
+                                                      for v in table):
+                raise ValueError(engine)
+            out[engine] = tuple(sorted(table, key=_release_order))
+        return out
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ConfigError(f"{path}: 'versions' must map each engine to releases (digits and dots) -> facts "
+                          f"({str(e).splitlines()[0][:80] if str(e) else 'malformed'})") from None
 
 
 def default_engine(family: str, mode: str, device_kind: str) -> str:

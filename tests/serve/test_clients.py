@@ -106,3 +106,33 @@ def test_a_malformed_client_file_names_the_client(tmp_path):
     (tmp_path / "clients.json").write_text(json.dumps(data))
     with pytest.raises(ConfigError, match="client 'x'"):
         load_clients(tmp_path)
+
+
+def test_an_open_loop_rate_above_saturation_is_warned_of_under_a_clients_count():
+    # vllm bench serve's 1,000 requests at 60 requests/s, above the ~19/s llama-3.1-8b sustains on one H100 with
+    # 512 + 128 tokens: the client's count is a stated run, and still an overload to warn of
+    result = serve(REQ, Load(rate_rps=60.0, client="vllm-bench-serve"))
+    assert result.overloaded and result.saturation_rps < 60.0
+    assert any(w.startswith("overloaded") for w in result.warnings)
+
+
+@pytest.mark.parametrize("load,match", [
+    (Load(concurrency=2, client="inferencemax", range_ratio=0.5, lengths="sharegpt"), "has lengths of its own"),
+    (Load(concurrency=20_001, client="inferencemax"), "runs 200,010 requests"),
+])
+def test_a_clients_impossible_load_is_refused(load, match):
+    with pytest.raises(PlannerError, match=match):
+        serve(REQ, load)
+
+
+@pytest.mark.parametrize("requests,lengths", [
+    ({"per_concurrency": "Infinity"}, {"range": "fixed", "ratio": 0}),
+    ({"fixed": 1.5}, {"range": "fixed", "ratio": 0}),
+    ({"fixed": 10}, {"range": "below", "ratio": True}),
+])
+def test_a_client_file_with_odd_numbers_is_refused(tmp_path, requests, lengths):
+    text = json.dumps({"clients": {"x": {"title": "x", "version": "1", "simulated": {
+        "requests": {"value": requests}, "lengths": {"value": lengths}, "itl": {"value": "pooled_gaps"}}}}})
+    (tmp_path / "clients.json").write_text(text.replace('"Infinity"', "Infinity"))
+    with pytest.raises(ConfigError):
+        load_clients(tmp_path)

@@ -67,3 +67,28 @@ def test_a_malformed_version_fact_is_refused(tmp_path):
     (tmp_path / "schedulers.json").write_text(json.dumps(data))
     with pytest.raises(ConfigError, match="max_num_seqs"):
         versions.resolve("vllm", None, get_engine("vllm").scheduler, CAT.device("h100-sxm"), tmp_path)
+
+
+@pytest.mark.parametrize("versions_table,latest", [
+    ({"vllm": {"1": {"max_num_seqs": {"value": [5]}}}}, {"vllm": "1"}),  # a tier that is not an object
+    ({"vllm": {"1": {"max_num_seqs": {"value": [{"min_gib": "x", "value": 4}]}}}}, {"vllm": "1"}),
+    ({"vllm": {"1": {"max_num_seqs": {"value": [{"not_names": 5, "value": 4}]}}}}, {"vllm": "1"}),
+    ({"vllm": {"1": ["not", "facts"]}}, {"vllm": "1"}),
+    ({"vllm": {"1": {"max_num_seqs": {"value": 4}}}}, {"vllm": "9.9"}),  # latest not recorded
+])
+def test_a_malformed_scheduler_file_is_a_config_error(tmp_path, versions_table, latest):
+    (tmp_path / "schedulers.json").write_text(json.dumps({"latest": latest, "versions": versions_table}))
+    versions._load.cache_clear()
+    with pytest.raises(ConfigError):
+        versions.resolve("vllm", None, get_engine("vllm").scheduler, CAT.device("h100-sxm"), tmp_path)
+
+
+def test_every_command_takes_or_refuses_a_version_alike():
+    # predict and compare read the engine's graph; the version is checked there as in serve
+    from planner.predict.api import compare, predict
+
+    ok = Request("llama-3.1-8b", "h100-sxm", input_len=128, output_len=16, engine="vllm@0.11")
+    assert predict(ok).engine == "vllm"
+    with pytest.raises(PlannerError, match="no recorded version 'garbage'"):
+        predict(Request("llama-3.1-8b", "h100-sxm", input_len=128, output_len=16, engine="vllm@garbage"))
+    assert not compare("llama-3.1-8b", engine="vllm@0.11", input_len=128, output_len=16).empty
