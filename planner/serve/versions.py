@@ -65,9 +65,8 @@ class Version:
                                                              if extra else "")
 
 
-def split(name: str | None) -> tuple[str | None, str | None]:
-    """("vllm", "0.11") of "vllm@0.11"; (name, None) without a version."""
-    return split_version(name)
+split = split_version
+"""("vllm", "0.11") of "vllm@0.11"; (name, None) without a version (planner/workload/engines.py)."""
 
 
 def _table(root: str | Path | None = None) -> dict:
@@ -106,12 +105,7 @@ def _pick(engine: str, version: str | None, root) -> str | None:
         return None
     if version is None:
         return _table(root)["latest"].get(engine, versions[-1])
-    if root is None:
-        return matched_version(engine, version)
-    matches = [v for v in versions if v == version or v.startswith(version + ".")]
-    if not version or not matches:
-        raise ConfigError(f"engine {engine} has no recorded version {version!r}; recorded: {', '.join(versions)}")
-    return matches[-1]
+    return matched_version(engine, version, versions)
 
 
 def _value(fact, device: Device, where: str):

@@ -307,10 +307,11 @@ def recorded_versions(engine: str) -> list[str]:
     return list(table.get(engine, ()))
 
 
-def matched_version(engine: str, version: str) -> str:
-    """The recorded release `version` names: itself, or the newest whose dotted parts it prefixes ("0.11" is
-    0.11.0, "0.4" the newest 0.4.x); ConfigError listing the recorded ones otherwise."""
-    known = recorded_versions(engine)
+def matched_version(engine: str, version: str, known: list[str] | None = None) -> str:
+    """The recorded release `version` names among `known` (oldest first; default the repository's
+    recorded_versions): itself, or the newest whose dotted parts it prefixes ("0.11" is 0.11.0, "0.4" the
+    newest 0.4.x); ConfigError listing the recorded ones otherwise."""
+    known = recorded_versions(engine) if known is None else known
     if not known:
         raise ConfigError(f"engine {engine} has no recorded versions: name it without '@'")
     matches = [v for v in known if version and (v == version or v.startswith(version + "."))]
