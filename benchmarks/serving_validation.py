@@ -1,7 +1,8 @@
 """Serving validation: every published serving run of benchmarks/data/serving/*.csv that planner can express,
 simulated as its benchmark client ran it, against the measured TTFT, TPOT and throughput.
 
-    .venv/bin/python benchmarks/serving_validation.py [--source NAME] [--limit N] [--out PATH | --save]
+    .venv/bin/python benchmarks/serving_validation.py [--source NAME] [--stat median|mean] [--limit N]
+                                                      [--out PATH | --save]
 
 Data. benchmarks/data/serving/*.csv (one file per kind of source, the same 33 columns; each file's .md names
 its sources, dates, terms and how each source defines its metrics). The serving runs that ship inside
@@ -9,13 +10,15 @@ NVIDIA aiconfigurator's package (silicon_sample.csv) are held back for judging a
 
 Expressed. A row runs when its model maps to a zoo model (MODELS), its device is in the catalog, its engine
 has a scheduler (vllm, sglang, trtllm), it states a load (a client concurrency, or a request rate) and fixed
-input and output lengths, and it ran on one node without speculative decoding or disaggregated prefill
-(the notes say so): every other row is listed under "not expressed" with the reason.
+input and output lengths (or ShareGPT with the run's mean lengths stated: simulated at those means, see
+SHAREGPT), and it ran on one node without speculative decoding or disaggregated prefill (the notes say so):
+every other row is listed under "not expressed" with the reason.
 
 Simulated. `planner.serve.api.serve` with the row's model, device, tp, ep, dtype recipe and engine; the load
 as the row's client ran it (planner/serve/clients.py: how many requests, warm-up left out, all clients
 starting at once); the metric read as the source reports it (mean or median; TPOT per request without the
-first token; ITL where only ITL is given, read as the simulator's ITL).
+first token; ITL where only ITL is given, read as the simulator's ITL). Where a row gives both a mean and a
+median, the median is read (--stat mean for the mean; see STAT).
 
 Reported. |ln(predicted / measured)| per row and metric; median and p90 by metric, engine, device,
 concurrency bucket and prompt length bucket; rows whose prediction does not fit in memory are counted apart.
@@ -51,6 +54,8 @@ MODELS = (  # (pattern on the Hugging Face id, zoo id)
     (r"(?i)mistral-7b", "mistral-7b"),
     (r"(?i)mixtral-8x7b", "mixtral-8x7b"),
     (r"(?i)qwen2\.5-7b", "qwen2.5-7b"),
+    (r"(?i)qwen3-8b", "qwen3-8b"),
+    (r"(?i)qwen3-14b", "qwen3-14b"),
     (r"(?i)qwen3-32b", "qwen3-32b"),
     (r"(?i)qwen3-30b-a3b", "qwen3-30b-a3b"),
     (r"(?i)gpt-oss-20b", "gpt-oss-20b"),
@@ -72,8 +77,19 @@ CONCURRENCY_BUCKETS = ((1, "1"), (8, "2-8"), (32, "9-32"), (128, "33-128"), (mat
 PROMPT_BUCKETS = ((2048, "<=2k"), (16384, "2k-16k"), (math.inf, ">16k"))
 
 
+SHAREGPT = True
+"""A row on ShareGPT conversations whose notes state the run's mean prompt and output tokens ("mean input X
+tok, mean output Y tok": its benchmark's totals over its requests) is simulated at those means, fixed: the
+lengths of each conversation are not published with the result. Rows without them are not expressed."""
+
 PLAIN = False
 """--plain: no client and no engine version (the simulator as it was before both)."""
+
+STAT = "median"
+"""--stat: which published statistic a row is read by where it gives both. The median by default: the
+typical request, which a model of steady service predicts; a closed-loop run's mean is moved by rare
+stalls no performance model has (InferenceX rows with a p99 TTFT of 75 s and a mean ten times the
+median). --stat mean reads the mean first."""
 
 
 class NotExpressed(Exception):
@@ -139,8 +155,15 @@ def case_of(row: dict, ctx) -> Case:
         raise NotExpressed(f"weights dtype not expressed: {row['weights_dtype'] or 'not stated'}")
     if row["kv_dtype"].strip().lower() == "fp8" and dtype in ("bf16", "fp16"):
         dtype = f"weights={dtype},activations={dtype},kv=fp8"
+    if dtype == "nvfp4" and model == "deepseek-v3":
+        dtype = "nvfp4-mlp"  # NVIDIA's DeepSeek-R1 FP4 checkpoints: attention projections BF16 (recipes.json)
     input_len, output_len = _int(row, "input_len"), _int(row, "output_len")
-    if not input_len or not output_len or not re.fullmatch(r"(?i)|fixed|random.*", row["length_dist"].strip()):
+    means = re.search(r"mean input ([0-9.]+) tok(?:ens)?, mean output ([0-9.]+) tok", row["notes"])
+    sharegpt = bool(re.match(r"(?i)sharegpt", row["length_dist"].strip()) and means)
+    if sharegpt:  # ShareGPT conversations: simulated at the run's own mean prompt and output (SHAREGPT)
+        input_len, output_len = round(float(means.group(1))), round(float(means.group(2)))
+    if not input_len or not output_len or not (sharegpt or re.fullmatch(r"(?i)|fixed|random.*",
+                                                                         row["length_dist"].strip())):
         raise NotExpressed(f"lengths not fixed: {row['length_dist'] or 'not stated'}")
     tp, gpus = _int(row, "tp") or 1, _int(row, "gpus") or _int(row, "tp") or 1
     if gpus % tp:
@@ -151,6 +174,10 @@ def case_of(row: dict, ctx) -> Case:
         concurrency = _int(row, "num_prompts")  # every prompt sent at once: as many clients as prompts
     ratio = re.search(r"ratio\s*([0-9.]+)", row["length_dist"])
     ratio = float(ratio.group(1)) if ratio and client else None
+    if sharegpt and client:  # the client's random-length rule is for its random dataset: fixed at the means
+        from planner.serve.clients import get_client
+
+        ratio = 1.0 if get_client(client).range == "below" else 0.0
     requests = _int(row, "num_prompts")
     if not concurrency and not rate:
         raise NotExpressed("no load stated (neither concurrency nor request rate)")
@@ -166,13 +193,13 @@ def case_of(row: dict, ctx) -> Case:
     for metric, columns, scale in (("ttft", ("ttft_ms_mean", "ttft_ms_median"), 1e-3),
                                    ("tpot", ("tpot_ms_mean", "tpot_ms_median"), 1e-3),
                                    ("output_tok_s", ("output_tok_s",), 1.0)):
-        for column in columns:
+        for column in (columns[::-1] if STAT == "median" else columns):
             value = _float(row, column)
             if value:
                 readings.append((metric, "p50" if column.endswith("median") else "mean", value * scale))
                 break
     if not any(m == "tpot" for m, _, _ in readings):
-        for column in ("itl_ms_mean", "itl_ms_median"):
+        for column in (("itl_ms_median", "itl_ms_mean") if STAT == "median" else ("itl_ms_mean", "itl_ms_median")):
             if value := _float(row, column):
                 readings.append(("itl", "p50" if column.endswith("median") else "mean", value * 1e-3))
                 break
@@ -245,10 +272,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", help="only this file of benchmarks/data/serving (its stem: vendor, ...)")
     parser.add_argument("--limit", type=int, help="only the first N expressed rows")
     parser.add_argument("--plain", action="store_true", help="simulate without the rows' clients and engine versions")
+    parser.add_argument("--stat", choices=("median", "mean"), default="median",
+                        help="the published statistic read first where a row gives both (default median)")
     output.add_arguments(parser)
     args = parser.parse_args(argv)
-    global PLAIN
-    PLAIN = args.plain
+    global PLAIN, STAT
+    PLAIN, STAT = args.plain, args.stat
     start = time.perf_counter()
     ctx = default_context()
     rows = read_rows(args.source)
@@ -311,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - start
     print(f"\nrun time: {wall:.1f} s")
     output.write(args, "serving_validation", {
-        "rows_read": len(rows), "summary": summary, "rows": results,
+        "rows_read": len(rows), "stat": STAT, "summary": summary, "rows": results,
         "not_expressed": {k: v for k, v in not_expressed.items()}, "wall_s": wall})
     return 0
 

@@ -7,8 +7,9 @@ and timed over replays with CUDA events (collector/helper.py). Units there: late
 
 What is converted, per device (one profile.json, planner's schema 1, with `tier: "published"`):
 - GEMM `gemm_perf.parquet`: bf16 and nvfp4 rows of the newest vLLM table (the default serving
-  engine; TensorRT-LLM's where vLLM has none); fp8 (per-tensor scaled) from TensorRT-LLM less the
-  activation quantization its rows include (see gemm_points). fp8_block rows of vLLM run eagerly: not
+  engine; TensorRT-LLM's where vLLM has none), nvfp4 less the input quantization its rows include;
+  fp8 (per-tensor scaled) from TensorRT-LLM less the activation quantization its rows include (see
+  gemm_points). fp8_block rows of vLLM run eagerly: not
   used. The grid is subsampled to m in powers of two and n, k in {64 .. 16384} (see _GEMM_NK), about
   2,300 points per dtype of the 35,000.
 - Attention `context_attention_perf.parquet` (prefill: Sq = Sk = isl, causal) and
@@ -113,7 +114,12 @@ def gemm_points(system_dir: Path) -> tuple[list[dict], list[dict]]:
     the amax reduction `computescale_perf` plus the quantization `scale_matrix_perf` of the m x k
     input, measured alone on the same grid); planner counts that quantization as its own op. vLLM's
     fp8 rows include it too (at 32768 x 256 x 768 they reach 58 TFLOP/s, 190 GB/s), without a
-    matching measurement to take it out: they are not used."""
+    matching measurement to take it out: they are not used. vLLM's nvfp4 rows time the layer's forward
+    on a bf16 input (collector/vllm/collect_gemm.py: a CompressedTensors W4A4 RowParallelLinear with a
+    static input global scale), which quantizes the m x k input to FP4 (scaled_fp4_quant) before the FP4
+    GEMM: less the static quantization kernel of the same m x k timed alone with the same version
+    (`scale_matrix`, static_scaled_fp8_quant: the same 2 B read per element, 1 B written against FP4's
+    0.5625), the nearest measured kernel; no amax step runs under a static scale."""
     points, used, done = [], [], set()
     for framework, version, path in _tables(system_dir, "gemm", "gemm_perf.parquet"):
         table = _read(path)
@@ -122,11 +128,17 @@ def gemm_points(system_dir: Path) -> tuple[list[dict], list[dict]]:
                 continue
             rows = table[(table.gemm_dtype == raw) & table.m.isin(_GEMM_M) & table.n.isin(_GEMM_NK)
                          & table.k.isin(_GEMM_NK) & (table.latency > 0)]
-            quant = _quant_ms(system_dir, framework, version) if raw == "fp8" else {}
+            if raw == "fp8":
+                quant = _quant_ms(system_dir, framework, version)
+            elif raw == "nvfp4" and framework == "vllm":
+                quant = _quant_ms(system_dir, framework, version, ("scale_matrix_perf.parquet",))
+            else:
+                quant = {}
             if rows.empty or (raw == "fp8" and not quant):
                 continue
             done.add(dtype)
-            what = f"gemm {dtype}" + (" (less computescale + scale_matrix of the same version)" if quant else "")
+            less = "scale_matrix" if raw == "nvfp4" else "computescale + scale_matrix"
+            what = f"gemm {dtype}" + (f" (less {less} of the same version)" if quant else "")
             used.append(_table_entry(framework, version, path, system_dir, len(rows), what))
             for m, n, k, ms in zip(rows.m, rows.n, rows.k, rows.latency):
                 m, n, k = int(m), int(n), int(k)
@@ -138,16 +150,20 @@ def gemm_points(system_dir: Path) -> tuple[list[dict], list[dict]]:
     return points, used
 
 
-def _quant_ms(system_dir: Path, framework: str, version: str) -> dict[tuple[int, int], float]:
-    """(m, k) -> ms of computescale + scale_matrix measured with `framework` `version` ({} if absent)."""
+def _quant_ms(system_dir: Path, framework: str, version: str,
+              names: tuple[str, ...] = ("computescale_perf.parquet", "scale_matrix_perf.parquet"),
+              ) -> dict[tuple[int, int], float]:
+    """(m, k) -> ms of the quantize tables `names` (default computescale + scale_matrix) measured with
+    `framework` `version`, summed ({} if one is absent)."""
     parts = []
-    for name in ("computescale_perf.parquet", "scale_matrix_perf.parquet"):
+    for name in names:
         path = system_dir / "quantize" / framework / version / name
         if not path.is_file():
             return {}
         table = _read(path)
         parts.append({(int(m), int(k)): float(ms) for m, k, ms in zip(table.m, table.k, table.latency)})
-    return {key: parts[0][key] + parts[1][key] for key in parts[0].keys() & parts[1].keys()}
+    keys = set.intersection(*(set(part) for part in parts))
+    return {key: sum(part[key] for part in parts) for key in keys}
 
 
 def attention_points(system_dir: Path) -> tuple[list[dict], list[dict]]:

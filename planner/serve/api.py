@@ -262,7 +262,8 @@ def _spread(arrivals: loads.Arrivals, parts: int) -> list[np.ndarray]:
 
 
 def _run_copies(steps, policy, kv_blocks, arrivals: loads.Arrivals, parts: int, clients: int, think_s: float,
-                prefilled: bool = False, outputs: np.ndarray | None = None) -> list[tuple[np.ndarray, Run]]:
+                prefilled: bool = False, outputs: np.ndarray | None = None,
+                frontend_s: float = 0.0) -> list[tuple[np.ndarray, Run]]:
     out_len = arrivals.output_len if outputs is None else outputs
     runs = []
     parts = min(parts, clients) if clients else parts  # a copy with no client gets no requests
@@ -271,7 +272,7 @@ def _run_copies(steps, policy, kv_blocks, arrivals: loads.Arrivals, parts: int, 
         if idx.size == 0 or (clients and share == 0):
             continue
         runs.append((idx, simulate(steps, policy, kv_blocks, arrivals.arrival_s[idx], arrivals.input_len[idx],
-                                   out_len[idx], share, think_s, prefilled)))
+                                   out_len[idx], share, think_s, prefilled, frontend_s)))
     return runs
 
 
@@ -324,9 +325,10 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
         _arrivals(req, replace(load, requests=steady.FIRST_REQUESTS), model)  # bad input fails before the run
         saturation_rps = saturation_rate(req, load, scheduling, ctx, model)
     overloaded = bool(open_rate and saturation_rps and load.rate_rps > saturation_rps)
+    frontend = versions.frontend_s(engine) if client is None or client.server else 0.0
     for n in ([None] if stated else steady.batches()):
         one = _one_run(req, replace(load, requests=n) if n else load, ctx, model, device, engine, policy, fraction,
-                       prefill_copies, decode_copies)
+                       prefill_copies, decode_copies, frontend)
         runs = one[0]
         cat = lambda name: np.concatenate([getattr(r, name) for r in runs])  # noqa: E731
         arrival, first, finish, out = cat("arrival_s"), cat("first_token_s"), cat("finish_s"), cat("output_len")
@@ -346,6 +348,9 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     if named is not None:
         notes.append(f"scheduler: {named.describe()} on {device.id} (hardware_specs/serving/schedulers.json; "
                      f"--engine {engine}@VERSION for another of {', '.join(versions.known(engine))})")
+    if frontend:
+        notes.append(f"frontend: {frontend * 1e3:.1f} ms per request in {engine}'s HTTP server before the scheduler "
+                     "sees it, in TTFT and E2E (hardware_specs/serving/schedulers.json frontend)")
     if client is not None and load.trace is None:
         notes.append(client.describe(load.concurrency, len(arrivals), load.range_ratio))
     elif load.trace is None:
@@ -381,7 +386,7 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
 
 
 def _one_run(req: Request, load: Load, ctx: Context, model: Model, device, engine: str, policy: Policy, fraction,
-             prefill_copies: int, decode_copies: int):
+             prefill_copies: int, decode_copies: int, frontend_s: float = 0.0):
     """One simulation of `load` (its stated request count): (runs, arrivals, description, StepModel, KV blocks per
     copy, notes)."""
     arrivals, what = _arrivals(req, load, model)
@@ -404,20 +409,22 @@ def _one_run(req: Request, load: Load, ctx: Context, model: Model, device, engin
         notes.append(note)
     if prefill_copies:
         runs = [_disaggregated(steps, policy, kv_blocks, arrivals, prefill_copies, decode_copies, device, par, clients,
-                               notes)]
+                               notes, frontend_s)]
     else:
-        runs = [r for _, r in _run_copies(steps, policy, kv_blocks, arrivals, decode_copies, clients, load.think_s)]
+        runs = [r for _, r in _run_copies(steps, policy, kv_blocks, arrivals, decode_copies, clients, load.think_s,
+                                          frontend_s=frontend_s)]
     return runs, arrivals, what, steps, kv_blocks, notes
 
 
 def _disaggregated(steps: StepModel, policy: Policy, kv_blocks: int, arrivals: loads.Arrivals, x: int, y: int,
-                   device, par, clients: int, notes: list) -> Run:
+                   device, par, clients: int, notes: list, frontend_s: float = 0.0) -> Run:
     """One Run over both pools: prefill copies (outputs of 1 token), the KV transfer, decode copies."""
     if clients:
         raise ConfigError("--disagg runs open-loop loads (--rate or --trace), not --concurrency")
     n = len(arrivals)
     first = np.full(n, math.nan)
-    prefill_runs = _run_copies(steps, policy, kv_blocks, arrivals, x, 0, 0.0, outputs=np.ones(n, dtype=np.int64))
+    prefill_runs = _run_copies(steps, policy, kv_blocks, arrivals, x, 0, 0.0, outputs=np.ones(n, dtype=np.int64),
+                               frontend_s=frontend_s)
     for idx, run in prefill_runs:
         first[idx] = run.first_token_s
     same_node = (x + y) * par.tp * par.pp <= max(1, device.devices_per_node)

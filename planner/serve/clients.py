@@ -56,6 +56,9 @@ class Client:
     """The client's default --random-range-ratio."""
     itl: str
     """"pooled_gaps" or "per_request"."""
+    server: bool = True
+    """Whether requests pass through the engine's HTTP server (whose per-request time, schedulers.json
+    `frontend`, is in the TTFT the client measures); False for an in-process client (trtllm-bench)."""
 
     def requests(self, concurrency: int | None) -> int | None:
         """Requests of a run of `concurrency` clients (None where the client leaves them to the run)."""
@@ -85,7 +88,8 @@ class Client:
         start = f"all {concurrency} clients at once, " if concurrency else ""
         itl = "ITL pooled over streamed gaps" if self.itl == "pooled_gaps" else "ITL = per-request TPOT"
         version = re.sub(r"\b([0-9a-f]{7})[0-9a-f]{33}\b", r"\1", self.version.split(" (")[0])
-        return (f"client {self.id} ({version}): {start}{requests:,} requests, "
+        path = "" if self.server else ", in-process (no HTTP server)"
+        return (f"client {self.id} ({version}): {start}{requests:,} requests{path}, "
                 f"{spread[self.range]}, TPOT per request without the first token, {itl}")
 
 
@@ -124,14 +128,18 @@ def _client(cid: str, facts, path: str) -> Client:
         least = number(requests.get("at_least", 0), True)
         spread, ratio = str(lengths["range"]), number(lengths["ratio"], False)
         title, version = str(facts["title"]), str(facts["version"])
+        server = sim.get("server", {"value": True})["value"]
+        if not isinstance(server, bool):
+            raise TypeError(server)
     except (KeyError, TypeError, ValueError, AttributeError):
         raise ConfigError(f"{where}: needs title, version and simulated.requests/lengths/itl "
-                          "({value, source}; see simulated_schema), with whole request counts") from None
+                          "({value, source}; see simulated_schema), with whole request counts and a true/false "
+                          "server") from None
     if spread not in RANGES or itl not in ITLS or not 0 <= ratio <= 1 or not 0 <= fixed <= 10**6 \
             or not 0 <= per <= 1000 or not 0 <= least <= 10**6:
         raise ConfigError(f"{where}: simulated values out of range (range one of {', '.join(RANGES)}, itl one of "
                           f"{', '.join(ITLS)}, ratio in [0, 1], request counts in [0, 1e6], per_concurrency in [0, 1,000])")
-    return Client(cid, title, version, fixed, per, least, spread, ratio, itl)
+    return Client(cid, title, version, fixed, per, least, spread, ratio, itl, server)
 
 
 def get_client(name: str, root: str | Path | None = None) -> Client:

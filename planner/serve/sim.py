@@ -30,7 +30,7 @@ import heapq
 import math
 from array import array
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -402,12 +402,22 @@ class _Loop:
 
 
 def simulate(steps: StepModel, policy: Policy, kv_blocks: int, arrival_s, input_len, output_len, clients: int = 0,
-             think_s: float = 0.0, prefilled: bool = False) -> Run:
+             think_s: float = 0.0, prefilled: bool = False, frontend_s: float = 0.0) -> Run:
     """Serve the requests on one model copy with `kv_blocks` KV blocks under `policy`.
 
     Open loop: `arrival_s` (sorted, s). Closed loop (`clients` > 0): the first `clients` requests are
     sent at 0 and each completion sends the next request `think_s` later; `arrival_s` is ignored.
-    `prefilled`: requests arrive with their prompt's KV cache and first token (disaggregated decode)."""
+    `prefilled`: requests arrive with their prompt's KV cache and first token (disaggregated decode).
+    `frontend_s`: each request reaches the scheduler that long after it is sent (the engine's HTTP server);
+    the Run's arrival_s are the send times, so TTFT and E2E include it and Little's law counts it in the
+    system: the engine sees arrival_s + f (closed loop: a completion's next request f later than think_s),
+    and the n requests' f each is added to in_system_s."""
+    if frontend_s:
+        arrival_s = np.asarray(arrival_s, dtype=float) + frontend_s
+        run = simulate(steps, policy, kv_blocks, arrival_s, input_len, output_len, clients, think_s + frontend_s,
+                       prefilled)
+        sent = run.arrival_s - frontend_s
+        return replace(run, arrival_s=sent, in_system_s=run.in_system_s + frontend_s * int(np.isfinite(sent).sum()))
     if policy.static():
         from planner.serve.static import simulate_static
 

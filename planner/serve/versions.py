@@ -10,7 +10,9 @@ recorded); none named is the engine's latest recorded version. Facts a version d
 engine file's (hardware_specs/engines/<engine>.json `scheduler`).
 
 Async scheduling (the CPU's scheduling of step n + 1 overlapping the GPU's step n) and the largest CUDA-graph
-batch are reported with the version, not simulated: the step times have no host term to hide.
+batch are reported with the version, not simulated: the step times have no host term to hide. The time a
+request spends in the engine's HTTP server before the scheduler sees it (`frontend`: vLLM 4 ms, SGLang 6.9 ms,
+each measured with a model taken out of the path) is per engine, not per version.
 """
 
 from __future__ import annotations
@@ -87,7 +89,20 @@ def _load(path: str) -> dict:
             raise ConfigError(f"{path}: versions.{engine} must map each release to an object of facts")
         if engine in latest and latest[engine] not in table:
             raise ConfigError(f"{path}: latest.{engine} {latest[engine]!r} is not one of its recorded releases")
+    frontend = data.get("frontend", {"engines": {}})
+    table = frontend.get("engines") if isinstance(frontend, dict) else None
+    if not isinstance(table, dict) or not all(
+            isinstance(f, dict) and isinstance(f.get("value_s"), (int, float)) and not isinstance(f["value_s"], bool)
+            and 0 <= f["value_s"] <= 1 and isinstance(f.get("source"), str) for f in table.values()):
+        raise ConfigError(f"{path}: frontend.engines must map each engine to {{value_s: seconds in [0, 1], source}}")
     return data
+
+
+def frontend_s(engine: str, root: str | Path | None = None) -> float:
+    """Seconds a request spends in `engine`'s HTTP server on its way to the first token, outside the forward
+    passes (schedulers.json `frontend`, each from a published measurement); 0.0 for an engine without a server
+    record (planner's own static-batch engines)."""
+    return float(_table(root).get("frontend", {}).get("engines", {}).get(engine, {}).get("value_s", 0.0))
 
 
 def known(engine: str, root: str | Path | None = None) -> list[str]:

@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[2] / "hardware_specs"
 RULES = ("bn_fold", "conv_epilogue", "gemm_epilogue", "pointwise", "norm_fusion", "reduction_fusion",
          "attention_prologue", "moe_grouped")
 """The fusion rules the lowering pass implements (planner/workload/lowering.py)."""
+MOE_GATHERS = ("in_gemm", "kernel")
+"""How a grouped MoE reads its experts' rows (Engine.moe_gather)."""
 PHASES = ("forward", "backward")
 MODES = ("inference", "training")
 FAMILIES = ("decoder", "encoder", "vision", "custom", "detection", "diffusion", "recommender", "speech", "multimodal",
@@ -81,6 +83,9 @@ class Engine:
     """Device vendors it runs on, lowercase as in devices.csv."""
     fusions: tuple[tuple[str, tuple[str, ...]], ...]
     """(rule, phases it applies in), for the rules it implements."""
+    moe_gather: str
+    """Under moe_grouped, how the experts' rows are gathered: "in_gemm" (the first grouped GEMM reads each
+    row through the sorted token index: no copy) or "kernel" (a permute kernel writes the rows out first)."""
     cuda_graphs: str
     """"none", "decode" (decode steps replayed) or "all" (every forward pass replayed)."""
     host_launch_s: float
@@ -181,6 +186,10 @@ def parse_engine(data, where: str) -> Engine:
         phases, source = _fact(raw, rule, "phases", where)
         fusions.append((rule, _strings(phases, f"{where}: fusions.{rule}.phases", PHASES)))
         sources.append((f"fusion {rule}", source))
+    gather = raw.get("moe_grouped", {}).get("gather", "kernel") if isinstance(raw.get("moe_grouped"), dict) \
+        else "kernel"
+    if gather not in MOE_GATHERS:
+        raise ConfigError(f"{where}: fusions.moe_grouped.gather must be one of {', '.join(MOE_GATHERS)}")
     replays, source = _fact(data, "cuda_graphs", "replays", where)
     if replays not in GRAPH_MODES:
         raise ConfigError(f"{where}: cuda_graphs.replays must be one of {', '.join(GRAPH_MODES)}")
@@ -207,7 +216,7 @@ def parse_engine(data, where: str) -> Engine:
         families=_strings(data.get("families"), f"{where}: families", FAMILIES),
         device_kinds=_strings(data.get("device_kinds"), f"{where}: device_kinds", KINDS),
         vendors=tuple(v.lower() for v in _strings(data.get("vendors"), f"{where}: vendors")),
-        fusions=tuple(fusions), cuda_graphs=replays, host_launch_s=launch,
+        fusions=tuple(fusions), moe_gather=gather, cuda_graphs=replays, host_launch_s=launch,
         attention=str(attention), tp_allreduce=str(allreduce),
         dtypes=_strings(dtypes, f"{where}: dtypes.values"), recipes=tuple(recipes) if isinstance(recipes, list) else (),
         profile_libraries=_strings(libraries, f"{where}: profiles.libraries", LIBRARIES),

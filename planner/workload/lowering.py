@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from planner.memo import IdentityMemo
-from planner.workload.capture import OpRecord, TensorMeta
+from planner.workload.capture import QUANTIZE_OP, OpRecord, TensorMeta
 from planner.workload.counting import OpCost, read_tensors, written_tensors
 from planner.workload.engines import Engine
 
@@ -298,7 +298,61 @@ def group_experts(kernels: list[Kernel], engine: Engine) -> list[Kernel]:
             groups[key] = []
             order.append(key)
         groups[key].append(k)
-    return [item if isinstance(item, Kernel) else _grouped(groups[item]) for item in order]
+    return _route([item if isinstance(item, Kernel) else _grouped(groups[item]) for item in order], engine)
+
+
+_GATHER, _WEIGHT, _SCATTER = "aten.index_select", "aten.mul", "aten.index_add_"
+
+
+def _route(kernels: list[Kernel], engine: Engine) -> list[Kernel]:
+    """The grouped MoE block's data movement as the engine's fused MoE runs it. Per layer of T tokens, k
+    experts each, hidden d, the capture (planner_models/moe.py) gathers each expert's rows (T·k·d read and
+    written), weights them by the router (T·k·d read and written) and adds them into the output in place
+    (T·k·d read twice, written once). A fused MoE instead
+    - multiplies the router weights in the second GEMM's epilogue (vLLM, SGLang: MUL_ROUTED_WEIGHT) or in
+      the finalize that combines the rows (TensorRT-LLM): no pass of its own;
+    - sums each token's k rows once (moe_sum / finalize): reads the T·k·d rows, the weights and the prior
+      output [T, d] (the shared expert's), writes [T, d];
+    - gathers the rows inside the first grouped GEMM, which reads them through the sorted token index
+      (moe_gather "in_gemm": its A operand is those T·k·d bytes; an activation quantization before it
+      then runs on the T tokens, not the T·k rows), or in a permute kernel that writes them out first
+      (moe_gather "kernel": kept as captured).
+    A folded op's FLOP and aten count go to the kernel that runs it, so FLOP and ops are conserved."""
+    out: list[Kernel] = []
+    carry_flop, carry_ops, carry_read = 0.0, 0, 0.0
+    per_token = 1.0  # under in_gemm, tokens / gathered rows (1/k) until the first GEMM
+    for k in kernels:
+        fused_moe = k.record.op.startswith("fused.experts:") and ".experts." not in k.record.module
+        packet = k.record.packet
+        if fused_moe and (packet == _WEIGHT or packet == _GATHER and engine.moe_gather == "in_gemm"):
+            carry_flop += k.cost.flop
+            carry_ops += k.absorbed
+            if packet == _WEIGHT:  # the router weights it reads: all it reads but the rows it writes again
+                carry_read += max(k.cost.bytes_read - k.cost.bytes_written, 0.0)
+            else:
+                source = k.record.arg("self")  # the [T, d] tokens the rows come from
+                if isinstance(source, TensorMeta) and k.cost.bytes_written > 0:
+                    per_token = min(1.0, source.bytes / k.cost.bytes_written)
+            continue
+        if per_token < 1.0 and packet == QUANTIZE_OP.rsplit(".", 1)[0] and k.record.op.startswith("fused.experts:"):
+            # vLLM's fused_experts quantizes the [T, d] tokens once (moe_kernel_quantize_input) before the GEMM
+            # reads them by index, not the T·k gathered rows: its bytes are the tokens' (its FLOP kept)
+            k = replace(k, cost=OpCost(k.cost.flop, k.cost.bytes_read * per_token, k.cost.bytes_written * per_token))
+        if fused_moe and packet == _SCATTER:
+            dest = k.record.arg("self")
+            dest_bytes = dest.bytes if isinstance(dest, TensorMeta) else 0.0
+            rows = max(k.cost.bytes_read - k.cost.bytes_written, 0.0)  # the k rows and their index
+            cost = OpCost(k.cost.flop + carry_flop, rows + carry_read + dest_bytes,
+                          min(dest_bytes, k.cost.bytes_written) if dest_bytes else k.cost.bytes_written)
+            out.append(replace(k, cost=cost, absorbed=k.absorbed + carry_ops))
+            carry_flop, carry_ops, carry_read = 0.0, 0, 0.0
+            continue
+        if carry_ops and k.category == "matmul":  # the first grouped GEMM runs the gather
+            k = replace(k, cost=OpCost(k.cost.flop + carry_flop, k.cost.bytes_read, k.cost.bytes_written),
+                        absorbed=k.absorbed + carry_ops)
+            carry_flop, carry_ops, per_token = 0.0, 0, 1.0
+        out.append(k)
+    return out
 
 
 def _grouped(members: list[Kernel]) -> Kernel:

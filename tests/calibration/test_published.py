@@ -80,6 +80,25 @@ def test_gemm_points_keep_planner_counting_and_take_the_quantization_out_of_fp8(
     assert raw["tier"] == "published" and raw["source"]["license"] == "Apache-2.0"
 
 
+def test_nvfp4_rows_are_the_gemm_less_the_input_quantization_they_time(tmp_path):
+    # vLLM's nvfp4 rows time a W4A4 layer's forward on a bf16 input: scaled_fp4_quant of the m x k input, then the
+    # FP4 GEMM. Rows of 0.020 ms with a 0.003 ms static quantization (scale_matrix, same vLLM version) of that input
+    # are GEMMs of 0.017 ms; a quantization measured slower alone than the row leaves a quarter of the row
+    from planner.calibration.published import gemm_points
+
+    folder = tmp_path / "b200_sxm"
+    rows = pd.DataFrame([{"gemm_dtype": "nvfp4", "m": m, "n": 4096, "k": k, "latency": 0.020}
+                         for m in (1, 8) for k in (512, 4096)])
+    _write(folder, "vllm", "0.24.0", "gemm", "gemm_perf.parquet", rows)
+    quant = pd.DataFrame([{"m": m, "k": k, "latency": 0.003 if k == 512 else 0.030} for m in (1, 8) for k in (512, 4096)])
+    _write(folder, "vllm", "0.24.0", "quantize", "scale_matrix_perf.parquet", quant)
+    points, used = gemm_points(folder)
+    times = {(p["m"], p["k"]): p["time_s"] for p in points if p["dtype"] == "fp4"}
+    assert times[(1, 512)] == pytest.approx(0.017e-3) and times[(8, 512)] == pytest.approx(0.017e-3)
+    assert times[(1, 4096)] == pytest.approx(0.005e-3)  # max(0.020 - 0.030, 0.25 x 0.020) ms
+    assert used[0]["what"] == "gemm fp4 (less scale_matrix of the same version)"
+
+
 def test_attention_points_are_prefill_causal_and_decode_with_bf16_kv_only(system):
     raw = convert(system, "h100-sxm", H100.name, H100.llc_bytes)
     att = [p for p in raw["measurements"] if p["kind"] == "attention"]

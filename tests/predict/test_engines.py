@@ -48,7 +48,9 @@ def test_engine_files_are_sourced_and_bad_ones_refused():
                             (dict(good, host_launch_s={"value": -1, "source": "x"}), "host_launch_s"),
                             (dict(good, host_view_s={"value": 0.5, "source": "x"}), "host_view_s"),
                             (dict(good, host_view_s={"value": True, "source": "x"}), "host_view_s"),
-                            (dict(good, modes=["serving"]), "modes")):
+                            (dict(good, modes=["serving"]), "modes"),
+                            (dict(good, fusions=dict(good["fusions"], moe_grouped=dict(
+                                good["fusions"]["moe_grouped"], gather="teleport"))), "moe_grouped.gather")):
         with pytest.raises(ConfigError, match=message):
             parse_engine(broken, "test.json")
 

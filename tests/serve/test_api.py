@@ -16,6 +16,7 @@ import pytest
 from planner.errors import ConfigError, PlannerError
 from planner.predict.api import Request, predict
 from planner.serve import sweep as sweeps
+from planner.serve import versions
 from planner.serve.api import Load, Scheduling, Slo, serve
 from planner.units import json_safe
 
@@ -33,13 +34,18 @@ def open_run():
 def test_one_request_at_a_time_is_predict():
     # one closed-loop client: a request arrives as the last completes, so nothing queues and every
     # request is one prefill step of 512 tokens (TTFT) then 127 decode steps at batch 1 (TPOT),
-    # exactly what predict models for batch 1
+    # exactly what predict models for batch 1; the client's TTFT adds the 4 ms vLLM's HTTP server takes
+    # before the scheduler sees a request (schedulers.json frontend), which predict (the engine alone) has not
     result = serve(REQ, Load(concurrency=1, requests=20))
     expected = predict(REQ).metrics
     m = result.metrics
     assert result.engine == "vllm" and result.copies == 1 and m.completed == 20
+    assert versions.frontend_s("vllm") == 0.004
     for stat in (m.ttft_s.mean, m.ttft_s.p50, m.ttft_s.p99):
-        assert stat == pytest.approx(expected["ttft_s"], rel=1e-9)
+        assert stat == pytest.approx(expected["ttft_s"] + 0.004, rel=1e-9)
+    # in-process (trtllm-bench: no HTTP server): the engine's TTFT alone
+    bench = serve(replace(REQ, engine="trtllm"), Load(concurrency=1, requests=5, client="trtllm-bench")).metrics
+    assert bench.ttft_s.mean == pytest.approx(predict(replace(REQ, engine="trtllm")).metrics["ttft_s"], rel=1e-9)
     # predict's TPOT is the decode step at the mean context; the simulator's the mean over the 127
     # steps of an interpolated grid line (exact at contexts 512 and 639): equal to 1e-3
     assert m.tpot_s.mean == pytest.approx(expected["tpot_s"], rel=1e-3)

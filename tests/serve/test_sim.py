@@ -45,6 +45,26 @@ def test_one_request_at_a_time_is_prefill_then_decode_steps(steps):
     assert m.preemptions == 0 and m.completed == n
 
 
+@pytest.mark.parametrize("policy", [Vllm(8192, 256, 16), Static(0, 16, 1, chunked=False, mixed=False)],
+                         ids=lambda p: p.name)
+def test_a_frontend_delay_adds_to_ttft_and_e2e_and_counts_in_the_system(steps, policy):
+    # f = 4 ms in the HTTP server before the scheduler: alone, each request's TTFT and E2E grow by exactly f and
+    # its TPOT not at all; N closed-loop clients with no think time keep N requests in the system (f included),
+    # so requests/s = N / mean E2E (Little's law with L = N)
+    f, n = 0.004, 20
+    arrivals = loads.Arrivals(np.arange(n) * 10.0, np.full(n, PROMPT), np.full(n, OUTPUT))
+    run = lambda **kw: simulate(steps, policy, 10_000, arrivals.arrival_s, arrivals.input_len,  # noqa: E731
+                                arrivals.output_len, **kw)
+    plain, late = summarize([run()]), summarize([run(frontend_s=f)])
+    assert late.ttft_s.mean == pytest.approx(plain.ttft_s.mean + f, rel=1e-12)
+    assert late.e2e_s.mean == pytest.approx(plain.e2e_s.mean + f, rel=1e-12)
+    assert late.tpot_s.mean == pytest.approx(plain.tpot_s.mean, rel=1e-12)
+    assert late.little_error < 1e-9
+    closed = summarize([run(clients=4, frontend_s=f)])
+    assert closed.requests_per_s == pytest.approx(4 / closed.e2e_s.mean, rel=0.05)
+    assert closed.little_error < 1e-9 and closed.mean_concurrency <= 4 * (1 + 1e-12)
+
+
 @pytest.mark.parametrize("policy", [Vllm(8192, 256, 16), Sglang(8192, 256, 16), Trtllm(8192, 256, 16),
                                     Static(0, 16, 1, chunked=False, mixed=False)], ids=lambda p: p.name)
 @pytest.mark.parametrize("rate", [5.0, 40.0, 400.0])

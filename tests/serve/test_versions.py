@@ -83,6 +83,18 @@ def test_a_malformed_scheduler_file_is_a_config_error(tmp_path, versions_table, 
         versions.resolve("vllm", None, get_engine("vllm").scheduler, CAT.device("h100-sxm"), tmp_path)
 
 
+@pytest.mark.parametrize("frontend", [{"engines": {"vllm": {"value_s": -1, "source": "x"}}},
+                                      {"engines": {"vllm": {"value_s": 0.004}}},  # no source
+                                      {"engines": {"vllm": {"value_s": True, "source": "x"}}},
+                                      {"engines": ["vllm"]}])
+def test_a_malformed_frontend_is_a_config_error(tmp_path, frontend):
+    data = {"latest": {"vllm": "1"}, "versions": {"vllm": {"1": {}}}, "frontend": frontend}
+    (tmp_path / "schedulers.json").write_text(json.dumps(data))
+    versions._load.cache_clear()
+    with pytest.raises(ConfigError, match="frontend"):
+        versions.frontend_s("vllm", tmp_path)
+
+
 def test_every_command_takes_or_refuses_a_version_alike():
     # predict and compare read the engine's graph; the version is checked there as in serve
     from planner.predict.api import compare, predict

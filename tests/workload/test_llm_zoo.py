@@ -14,11 +14,13 @@ from planner.workload.device_graph import device_graph
 from planner.workload.graphs import Workload, build_graph
 from planner.workload.zoo import resolve
 
-NEW = ("qwen2.5-7b", "qwen3-32b", "qwen3-30b-a3b", "gemma-2-9b", "phi-3-mini", "deepseek-v3", "gpt-oss-20b",
+NEW = ("qwen2.5-7b", "qwen3-8b", "qwen3-14b", "qwen3-32b", "qwen3-30b-a3b", "gemma-2-9b", "phi-3-mini", "deepseek-v3", "gpt-oss-20b",
        "llama-4-scout")
 
 # (total, active) parameters; published figures, rounded as their sources round them:
 # - Qwen2.5-7B: 7.61B, non-embedding 6.53B (huggingface.co/Qwen/Qwen2.5-7B model card)
+# - Qwen3-8B: 8.2B, non-embedding 6.95B (huggingface.co/Qwen/Qwen3-8B); Qwen3-14B: 14.8B, non-embedding 13.2B
+#   (huggingface.co/Qwen/Qwen3-14B)
 # - Qwen3-32B: 32.8B, non-embedding 31.2B (huggingface.co/Qwen/Qwen3-32B)
 # - Qwen3-30B-A3B: 30.5B total, 3.3B activated, non-embedding 29.9B (huggingface.co/Qwen/Qwen3-30B-A3B)
 # - Gemma 2 9B: 917,504,000 embedding + 8,324,201,984 non-embedding (Gemma 2 report, arXiv 2408.00118, Table 2)
@@ -29,12 +31,21 @@ NEW = ("qwen2.5-7b", "qwen3-32b", "qwen3-30b-a3b", "gemma-2-9b", "phi-3-mini", "
 # - Llama 4 Scout: 17B active, 109B total with the vision encoder (ai.meta.com/blog/llama-4-multimodal-intelligence);
 #   the text model built here is 107.77B
 EXACT = {  # sum(p.numel()) of transformers' *ForCausalLM from the same config on meta (transformers 5.18)
-    "qwen2.5-7b": 7_615_616_512, "qwen3-32b": 32_762_123_264, "qwen3-30b-a3b": 30_532_122_624,
+    "qwen2.5-7b": 7_615_616_512, "qwen3-8b": 8_190_735_360, "qwen3-14b": 14_768_307_200, "qwen3-32b": 32_762_123_264, "qwen3-30b-a3b": 30_532_122_624,
     "gemma-2-9b": 9_241_705_984, "phi-3-mini": 3_821_079_552, "deepseek-v3": 671_026_404_352,
     "gpt-oss-20b": 20_914_757_184, "llama-4-scout": 107_769_861_120}
-PUBLISHED = {"qwen2.5-7b": (7.61e9, 0.005), "qwen3-32b": (32.8e9, 0.005), "qwen3-30b-a3b": (30.5e9, 0.005),
+PUBLISHED = {"qwen2.5-7b": (7.61e9, 0.005), "qwen3-8b": (8.2e9, 0.005), "qwen3-14b": (14.8e9, 0.005), "qwen3-32b": (32.8e9, 0.005), "qwen3-30b-a3b": (30.5e9, 0.005),
              "gemma-2-9b": (917_504_000 + 8_324_201_984, 0.0), "phi-3-mini": (3.8e9, 0.01),
              "deepseek-v3": (671e9, 0.001), "gpt-oss-20b": (20.91e9, 0.001), "llama-4-scout": (109e9, 0.02)}
+
+
+def test_qwen3_dense_parameters_in_closed_form():
+    # per layer: q and o h*(heads*128) each, k and v h*(8*128) each, q/k norms 2*128, MLP 3*h*i, two norms 2*h;
+    # plus embedding and untied head 2*151,936*h and the final norm h
+    for model_id, h, i, heads, layers in (("qwen3-8b", 4096, 12288, 32, 36), ("qwen3-14b", 5120, 17408, 40, 40)):
+        layer = 2 * h * heads * 128 + 2 * h * 8 * 128 + 2 * 128 + 3 * h * i + 2 * h
+        # qwen3-8b: 2*4096*4096 + 2*4096*1024 + 256 + 3*4096*12288 + 8192 = 192,946,432; * 36 + 1,244,659,712 + 4096
+        assert layers * layer + 2 * 151_936 * h + h == EXACT[model_id]
 
 
 def _module(model_id: str):

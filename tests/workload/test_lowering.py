@@ -154,20 +154,40 @@ def _moe_kernels(engine, workload: Workload):
 def test_a_serving_engine_runs_each_expert_step_once_for_all_experts():
     # qwen3-30b-a3b, one decode step at batch 2: 2 tokens x top-8 = 16 (token, expert) rows, one per expert,
     # so without the rule there are 16 copies of each expert kernel (gate, up, silu*mul, down, and the gather, weighting and
-    # scatter of each expert's rows). vLLM's fused MoE runs each once for all 16: the same FLOP and bytes in
-    # fewer kernels; the grouped GEMM is looked up as a batched GEMM [16, 1, 2048] x [16, 2048, 768]
+    # scatter of each expert's rows). vLLM's fused MoE runs each once for all 16: the same FLOP in fewer kernels;
+    # the grouped GEMM is looked up as a batched GEMM [16, 1, 2048] x [16, 2048, 768]
     w = Workload(mode="decode", batch=2, context_len=64, dtype="bf16")
     engine = get_engine("vllm")
     ungrouped = replace(engine, fusions=tuple(f for f in engine.fusions if f[0] != "moe_grouped"))
     apart, vllm = _moe_kernels(ungrouped, w), _moe_kernels(engine, w)
-    for field in ("flop", "bytes_read", "bytes_written"):
-        assert sum(getattr(k.cost, field) for k in vllm) == pytest.approx(sum(getattr(k.cost, field) for k in apart))
+    total = lambda ks, field: sum(getattr(k.cost, field) for k in ks)  # noqa: E731
+    assert total(vllm, "flop") == pytest.approx(total(apart, "flop"), rel=1e-12)
+    # and fewer bytes: 16 rows of 2048 bf16 = 65,536 B. The gather (read 65,536 + 16 x 8 B of index, write
+    # 65,536) runs inside the first GEMM, the weighting (read 65,536 + 16 x 2 B of weights, write 65,536) in the
+    # second's epilogue, and the scatter (read the rows, their index and 65,536 B of output rows, write 65,536)
+    # becomes one sum: read 65,664 + the 32 B of weights + the output [2, 2048] once (8,192), write 8,192
+    read_saved = (65_536 + 128) + (65_536 + 32) + (65_664 + 65_536 - (65_664 + 32 + 8_192))
+    written_saved = 65_536 + 65_536 + (65_536 - 8_192)
+    assert total(apart, "bytes_read") - total(vllm, "bytes_read") == pytest.approx(read_saved, abs=1e-6)
+    assert total(apart, "bytes_written") - total(vllm, "bytes_written") == pytest.approx(written_saved, abs=1e-6)
+    # TensorRT-LLM's permute writes the rows out first: only the weighting and the scatter change
+    trt = _moe_kernels(replace(engine, moe_gather="kernel"), w)
+    assert total(apart, "bytes_read") - total(trt, "bytes_read") == pytest.approx(read_saved - (65_536 + 128), abs=1e-6)
+    assert get_engine("trtllm").moe_gather == "kernel" and get_engine("sglang").moe_gather == "in_gemm"
+    # under fp8, vLLM quantizes the 2 tokens once (read 2 x 2048 x 2 B, write 2 x 2048 x 1 B), not the 16 gathered
+    # rows the permuting engine quantizes (read 65,536, write 32,768)
+    fp8 = replace(w, dtype="quant=fp8")
+    quantize = lambda ks: [k for k in ks if k.record.op == "fused.experts:quant.quantize.default"]  # noqa: E731
+    (q,) = quantize(_moe_kernels(engine, fp8))
+    assert (q.cost.bytes_read, q.cost.bytes_written) == (8_192, 4_096)
+    (q,) = quantize(_moe_kernels(replace(engine, moe_gather="kernel"), fp8))
+    assert (q.cost.bytes_read, q.cost.bytes_written) == (65_536, 32_768)
     experts = lambda ks: [k for k in ks if ".experts." in k.record.module or k.record.op.startswith("fused.experts:")]  # noqa: E731
     assert len([k for k in experts(apart) if k.category == "matmul"]) == 16 * 3
     grouped = [k for k in experts(vllm) if k.category == "matmul"]
     assert len(grouped) == 3  # gate, up and down, each once
     gate = grouped[0]
-    assert gate.record.packet == "aten.bmm" and gate.absorbed == 16
+    assert gate.record.packet == "aten.bmm" and gate.absorbed == 16 + 16  # and the 16 gathers it runs
     assert [t.shape for t in gate.record.tensors()] == [(16, 1, 2048), (16, 2048, 768)]
     # without the rule (eager, megatron) every expert keeps its kernels: the rule is the serving engines'
     assert not any(k.record.op.startswith("fused.experts:") for k in apart)

@@ -114,10 +114,30 @@ def test_compose_from_flags():
     assert precision(compose("bf16", "fp8", kv_cache="bf16")).attention == "bf16"
 
 
+def test_nvfp4_mlp_quantizes_the_mlps_and_experts_but_not_attention_or_the_router():
+    # ModelOpt's DeepSeek-R1 FP4 export: MLP, shared expert and expert Linears in NVFP4; attention projections,
+    # the router gate and lm_head at bf16 (four layers: three dense, one MoE of 256 experts)
+    import torch
+
+    from planner.workload.quant import quantized_weights
+    from planner.workload.zoo import resolve
+
+    model = resolve("deepseek-v3")
+    with torch.device("meta"):
+        module = replace(model, config=replace(model.config, num_layers=4)).build()
+    names = {id(sub.weight): name for name, sub in module.named_modules() if isinstance(sub, torch.nn.Linear)}
+    chosen = {names[id(w)] for w in quantized_weights(module, precision("nvfp4-mlp"))}
+    assert chosen and all(".mlp." in n for n in chosen)
+    assert not any(".attn." in n or n.endswith(".mlp.gate") or n == "lm_head" for n in chosen)
+    # 3 dense MLPs x 3 + 1 shared expert x 3 + 256 experts x 3 projections
+    assert len(chosen) == 3 * 3 + 3 + 256 * 3
+    assert precision("nvfp4-mlp").gemm == "fp4" and precision("nvfp4-mlp").kv_cache == "fp8"
+
+
 def test_bad_precisions_are_one_line_errors_listing_what_is_valid():
     with pytest.raises(ConfigError, match="not both"):
         compose("fp16", "w4a16")
-    with pytest.raises(UnknownNameError, match="Valid quantization recipes: fp8, int8, mxfp4-moe, mxfp8, nvfp4, w4a16"):
+    with pytest.raises(UnknownNameError, match="Valid quantization recipes: fp8, int8, mxfp4-moe, mxfp8, nvfp4, nvfp4-mlp, w4a16"):
         compose("bf16", "w4a17")
     with pytest.raises(UnknownNameError, match="Valid kv-cache dtypes: bf16, fp16, fp32, fp4, fp8, int8"):
         compose("bf16", kv_cache="int4")
