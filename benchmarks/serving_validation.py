@@ -158,7 +158,7 @@ def case_of(row: dict, ctx) -> Case:
     if dtype == "nvfp4" and model == "deepseek-v3":
         dtype = "nvfp4-mlp"  # NVIDIA's DeepSeek-R1 FP4 checkpoints: attention projections BF16 (recipes.json)
     input_len, output_len = _int(row, "input_len"), _int(row, "output_len")
-    means = re.search(r"mean input ([0-9.]+) tok(?:ens)?, mean output ([0-9.]+) tok", row["notes"])
+    means = re.search(r"mean input (\d+(?:\.\d+)?) tok(?:ens)?, mean output (\d+(?:\.\d+)?) tok", row["notes"])
     sharegpt = bool(re.match(r"(?i)sharegpt", row["length_dist"].strip()) and means)
     if sharegpt:  # ShareGPT conversations: simulated at the run's own mean prompt and output (SHAREGPT)
         input_len, output_len = round(float(means.group(1))), round(float(means.group(2)))

@@ -134,11 +134,13 @@ def gemm_points(system_dir: Path) -> tuple[list[dict], list[dict]]:
                 quant = _quant_ms(system_dir, framework, version, ("scale_matrix_perf.parquet",))
             else:
                 quant = {}
-            if rows.empty or (raw == "fp8" and not quant):
-                continue
+            if rows.empty or (raw == "fp8" or raw == "nvfp4" and framework == "vllm") and not quant:
+                continue  # a row that times its quantization with no measurement to take it out
             done.add(dtype)
             less = "scale_matrix" if raw == "nvfp4" else "computescale + scale_matrix"
-            what = f"gemm {dtype}" + (f" (less {less} of the same version)" if quant else "")
+            what = f"gemm {dtype}" + (f" (less {less} of the same version)" if quant else
+                                      " (its input's quantization included: no measurement to take it out)"
+                                      if raw == "nvfp4" else "")
             used.append(_table_entry(framework, version, path, system_dir, len(rows), what))
             for m, n, k, ms in zip(rows.m, rows.n, rows.k, rows.latency):
                 m, n, k = int(m), int(n), int(k)

@@ -410,14 +410,15 @@ def simulate(steps: StepModel, policy: Policy, kv_blocks: int, arrival_s, input_
     `prefilled`: requests arrive with their prompt's KV cache and first token (disaggregated decode).
     `frontend_s`: each request reaches the scheduler that long after it is sent (the engine's HTTP server);
     the Run's arrival_s are the send times, so TTFT and E2E include it and Little's law counts it in the
-    system: the engine sees arrival_s + f (closed loop: a completion's next request f later than think_s),
-    and the n requests' f each is added to in_system_s."""
+    system: the engine sees arrival_s + f (closed loop: the first clients' requests are sent at -f so that
+    the engine sees them at 0, and a completion's next request arrives f later than think_s), and each
+    completed request's f is added to in_system_s (a rejected one counts in neither E2E nor L)."""
     if frontend_s:
         arrival_s = np.asarray(arrival_s, dtype=float) + frontend_s
         run = simulate(steps, policy, kv_blocks, arrival_s, input_len, output_len, clients, think_s + frontend_s,
                        prefilled)
-        sent = run.arrival_s - frontend_s
-        return replace(run, arrival_s=sent, in_system_s=run.in_system_s + frontend_s * int(np.isfinite(sent).sum()))
+        done = int(np.isfinite(run.finish_s).sum())
+        return replace(run, arrival_s=run.arrival_s - frontend_s, in_system_s=run.in_system_s + frontend_s * done)
     if policy.static():
         from planner.serve.static import simulate_static
 

@@ -95,6 +95,11 @@ def _load(path: str) -> dict:
             isinstance(f, dict) and isinstance(f.get("value_s"), (int, float)) and not isinstance(f["value_s"], bool)
             and 0 <= f["value_s"] <= 1 and isinstance(f.get("source"), str) for f in table.values()):
         raise ConfigError(f"{path}: frontend.engines must map each engine to {{value_s: seconds in [0, 1], source}}")
+    from planner.workload.engines import engines
+
+    unknown = sorted(set(table) - set(engines()))
+    if unknown:
+        raise ConfigError(f"{path}: frontend.engines names no engine {unknown[0]!r}; valid: {', '.join(engines())}")
     return data
 
 

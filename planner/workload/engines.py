@@ -186,10 +186,14 @@ def parse_engine(data, where: str) -> Engine:
         phases, source = _fact(raw, rule, "phases", where)
         fusions.append((rule, _strings(phases, f"{where}: fusions.{rule}.phases", PHASES)))
         sources.append((f"fusion {rule}", source))
-    gather = raw.get("moe_grouped", {}).get("gather", "kernel") if isinstance(raw.get("moe_grouped"), dict) \
-        else "kernel"
+    moe = raw.get("moe_grouped") if isinstance(raw.get("moe_grouped"), dict) else {}
+    gather = moe.get("gather", "kernel")
     if gather not in MOE_GATHERS:
         raise ConfigError(f"{where}: fusions.moe_grouped.gather must be one of {', '.join(MOE_GATHERS)}")
+    if "gather" in moe:
+        if not isinstance(moe.get("gather_source"), str) or not moe["gather_source"].strip():
+            raise ConfigError(f"{where}: fusions.moe_grouped.gather needs a gather_source naming where it is read")
+        sources.append(("MoE gather", moe["gather_source"]))
     replays, source = _fact(data, "cuda_graphs", "replays", where)
     if replays not in GRAPH_MODES:
         raise ConfigError(f"{where}: cuda_graphs.replays must be one of {', '.join(GRAPH_MODES)}")

@@ -298,13 +298,17 @@ def group_experts(kernels: list[Kernel], engine: Engine) -> list[Kernel]:
             groups[key] = []
             order.append(key)
         groups[key].append(k)
-    return _route([item if isinstance(item, Kernel) else _grouped(groups[item]) for item in order], engine)
+    # (kernel, True for a forward kernel of the MoE block itself: its gather, weighting or scatter), a group of
+    # one member included (top-1 routing at batch 1, one local expert under expert parallelism)
+    marked = [(item, False) if isinstance(item, Kernel) else
+              (_grouped(groups[item]), not item[2] and item[1] == "" and item[5] == "forward") for item in order]
+    return _route(marked, engine)
 
 
 _GATHER, _WEIGHT, _SCATTER = "aten.index_select", "aten.mul", "aten.index_add_"
 
 
-def _route(kernels: list[Kernel], engine: Engine) -> list[Kernel]:
+def _route(kernels: list[tuple[Kernel, bool]], engine: Engine) -> list[Kernel]:
     """The grouped MoE block's data movement as the engine's fused MoE runs it. Per layer of T tokens, k
     experts each, hidden d, the capture (planner_models/moe.py) gathers each expert's rows (T·k·d read and
     written), weights them by the router (T·k·d read and written) and adds them into the output in place
@@ -317,40 +321,41 @@ def _route(kernels: list[Kernel], engine: Engine) -> list[Kernel]:
       (moe_gather "in_gemm": its A operand is those T·k·d bytes; an activation quantization before it
       then runs on the T tokens, not the T·k rows), or in a permute kernel that writes them out first
       (moe_gather "kernel": kept as captured).
-    A folded op's FLOP and aten count go to the kernel that runs it, so FLOP and ops are conserved."""
+    A folded op's FLOP, aten count and the bytes only it read (the router weights, the sorted index) go to the
+    kernel that runs it, so FLOP and ops are conserved and no input goes unread. Only forward kernels of the
+    block are routed; the state is cleared at each layer's sum."""
     out: list[Kernel] = []
-    carry_flop, carry_ops, carry_read = 0.0, 0, 0.0
+    gemm_flop, gemm_ops, gemm_read = 0.0, 0, 0.0  # the gather's, for the first grouped GEMM
+    sum_flop, sum_ops, sum_read = 0.0, 0, 0.0  # the weighting's, for the sum
     per_token = 1.0  # under in_gemm, tokens / gathered rows (1/k) until the first GEMM
-    for k in kernels:
-        fused_moe = k.record.op.startswith("fused.experts:") and ".experts." not in k.record.module
+    for k, block in kernels:
         packet = k.record.packet
-        if fused_moe and (packet == _WEIGHT or packet == _GATHER and engine.moe_gather == "in_gemm"):
-            carry_flop += k.cost.flop
-            carry_ops += k.absorbed
-            if packet == _WEIGHT:  # the router weights it reads: all it reads but the rows it writes again
-                carry_read += max(k.cost.bytes_read - k.cost.bytes_written, 0.0)
-            else:
-                source = k.record.arg("self")  # the [T, d] tokens the rows come from
-                if isinstance(source, TensorMeta) and k.cost.bytes_written > 0:
-                    per_token = min(1.0, source.bytes / k.cost.bytes_written)
+        extra = max(k.cost.bytes_read - k.cost.bytes_written, 0.0)  # what it reads besides the rows it rewrites
+        if block and packet == _WEIGHT:  # the router weights of each row
+            sum_flop, sum_ops, sum_read = sum_flop + k.cost.flop, sum_ops + k.absorbed, sum_read + extra
             continue
-        if per_token < 1.0 and packet == QUANTIZE_OP.rsplit(".", 1)[0] and k.record.op.startswith("fused.experts:"):
+        if block and packet == _GATHER and engine.moe_gather == "in_gemm":  # the sorted index of the rows
+            gemm_flop, gemm_ops, gemm_read = gemm_flop + k.cost.flop, gemm_ops + k.absorbed, gemm_read + extra
+            source = k.record.arg("self")  # the [T, d] tokens the rows come from
+            if isinstance(source, TensorMeta) and k.cost.bytes_written > 0:
+                per_token = min(1.0, source.bytes / k.cost.bytes_written)
+            continue
+        if per_token < 1.0 and packet == QUANTIZE_OP.rsplit(".", 1)[0] and ".experts." in k.record.module:
             # vLLM's fused_experts quantizes the [T, d] tokens once (moe_kernel_quantize_input) before the GEMM
             # reads them by index, not the T·k gathered rows: its bytes are the tokens' (its FLOP kept)
             k = replace(k, cost=OpCost(k.cost.flop, k.cost.bytes_read * per_token, k.cost.bytes_written * per_token))
-        if fused_moe and packet == _SCATTER:
+        if block and packet == _SCATTER:
             dest = k.record.arg("self")
             dest_bytes = dest.bytes if isinstance(dest, TensorMeta) else 0.0
-            rows = max(k.cost.bytes_read - k.cost.bytes_written, 0.0)  # the k rows and their index
-            cost = OpCost(k.cost.flop + carry_flop, rows + carry_read + dest_bytes,
+            cost = OpCost(k.cost.flop + sum_flop, extra + sum_read + dest_bytes,  # the k rows and their index
                           min(dest_bytes, k.cost.bytes_written) if dest_bytes else k.cost.bytes_written)
-            out.append(replace(k, cost=cost, absorbed=k.absorbed + carry_ops))
-            carry_flop, carry_ops, carry_read = 0.0, 0, 0.0
+            out.append(replace(k, cost=cost, absorbed=k.absorbed + sum_ops))
+            gemm_flop, gemm_ops, gemm_read, sum_flop, sum_ops, sum_read, per_token = 0.0, 0, 0.0, 0.0, 0, 0.0, 1.0
             continue
-        if carry_ops and k.category == "matmul":  # the first grouped GEMM runs the gather
-            k = replace(k, cost=OpCost(k.cost.flop + carry_flop, k.cost.bytes_read, k.cost.bytes_written),
-                        absorbed=k.absorbed + carry_ops)
-            carry_flop, carry_ops, per_token = 0.0, 0, 1.0
+        if gemm_ops and k.category == "matmul":  # the first grouped GEMM runs the gather
+            k = replace(k, cost=OpCost(k.cost.flop + gemm_flop, k.cost.bytes_read + gemm_read, k.cost.bytes_written),
+                        absorbed=k.absorbed + gemm_ops)
+            gemm_flop, gemm_ops, gemm_read, per_token = 0.0, 0, 0.0, 1.0
         out.append(k)
     return out
 

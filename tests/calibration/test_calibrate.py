@@ -114,6 +114,7 @@ def test_refit_rewrites_the_fit_report_of_existing_profiles(tmp_path):
     target.parent.mkdir()
     raw = json.loads(sources[0].read_text())
     raw.pop("leave_one_out", None)
+    raw["measurements"] = raw["measurements"][::4]  # a quarter of its points: leave-one-out refits per point
     target.write_text(json.dumps(raw))
     assert main(["calibrate", "--refit", "--out", str(tmp_path)]) == 0
     refitted = json.loads(target.read_text())

@@ -50,7 +50,9 @@ def test_engine_files_are_sourced_and_bad_ones_refused():
                             (dict(good, host_view_s={"value": True, "source": "x"}), "host_view_s"),
                             (dict(good, modes=["serving"]), "modes"),
                             (dict(good, fusions=dict(good["fusions"], moe_grouped=dict(
-                                good["fusions"]["moe_grouped"], gather="teleport"))), "moe_grouped.gather")):
+                                good["fusions"]["moe_grouped"], gather="teleport"))), "moe_grouped.gather"),
+                            (dict(good, fusions=dict(good["fusions"], moe_grouped=dict(
+                                good["fusions"]["moe_grouped"], gather_source=""))), "gather_source")):
         with pytest.raises(ConfigError, match=message):
             parse_engine(broken, "test.json")
 

@@ -63,6 +63,11 @@ def test_a_frontend_delay_adds_to_ttft_and_e2e_and_counts_in_the_system(steps, p
     closed = summarize([run(clients=4, frontend_s=f)])
     assert closed.requests_per_s == pytest.approx(4 / closed.e2e_s.mean, rel=0.05)
     assert closed.little_error < 1e-9 and closed.mean_concurrency <= 4 * (1 + 1e-12)
+    # a request too long for the cache is rejected: it counts in neither the mean E2E nor the time in the system
+    long = loads.Arrivals(np.arange(4) * 10.0, np.array([PROMPT, 4000, PROMPT, PROMPT]), np.full(4, OUTPUT))
+    rejected = summarize([simulate(steps, Vllm(8192, 256, 16), 100, long.arrival_s, long.input_len,
+                                   long.output_len, frontend_s=f)])
+    assert rejected.rejected == 1 and rejected.little_error < 1e-9
 
 
 @pytest.mark.parametrize("policy", [Vllm(8192, 256, 16), Sglang(8192, 256, 16), Trtllm(8192, 256, 16),

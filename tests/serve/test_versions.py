@@ -86,7 +86,8 @@ def test_a_malformed_scheduler_file_is_a_config_error(tmp_path, versions_table, 
 @pytest.mark.parametrize("frontend", [{"engines": {"vllm": {"value_s": -1, "source": "x"}}},
                                       {"engines": {"vllm": {"value_s": 0.004}}},  # no source
                                       {"engines": {"vllm": {"value_s": True, "source": "x"}}},
-                                      {"engines": ["vllm"]}])
+                                      {"engines": ["vllm"]},
+                                      {"engines": {"vlm": {"value_s": 0.004, "source": "x"}}}])  # no such engine
 def test_a_malformed_frontend_is_a_config_error(tmp_path, frontend):
     data = {"latest": {"vllm": "1"}, "versions": {"vllm": {"1": {}}}, "frontend": frontend}
     (tmp_path / "schedulers.json").write_text(json.dumps(data))
