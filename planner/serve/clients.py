@@ -22,7 +22,6 @@ trtllm-bench).
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -32,8 +31,8 @@ import numpy as np
 
 from planner.errors import ConfigError, UnknownNameError
 from planner.files import parse_json, read_text
+from planner.serve.load import serving_root
 
-ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "serving"
 RANGES = ("fixed", "below", "around")
 ITLS = ("pooled_gaps", "per_request")
 
@@ -94,12 +93,9 @@ class Client:
 
 
 def load_clients(root: str | Path | None = None) -> dict[str, Client]:
-    """Every client of `root`/clients.json by id (root: $PLANNER_HARDWARE_SPECS/serving when set, else the
-    repository's); ConfigError naming the file and the client for a malformed entry."""
-    if root is None:
-        root = Path(os.environ["PLANNER_HARDWARE_SPECS"]) / "serving" if os.environ.get("PLANNER_HARDWARE_SPECS") \
-            else ROOT
-    return _load(str(Path(root) / "clients.json"))
+    """Every client of `root`/clients.json by id (root: serving_root() when none: $PLANNER_HARDWARE_SPECS/serving
+    when that is set, else the repository's); ConfigError naming the file and the client for a malformed entry."""
+    return _load(str(Path(root or serving_root()) / "clients.json"))
 
 
 @lru_cache(maxsize=4)

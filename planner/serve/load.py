@@ -38,6 +38,12 @@ _DATETIME = re.compile(r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(\.\d+)?([^.]*)$")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
+def serving_root() -> Path:
+    """The serving data folder: $PLANNER_HARDWARE_SPECS/serving when that is set, else the repository's (lengths.csv,
+    clients.json, schedulers.json)."""
+    return Path(os.environ.get("PLANNER_HARDWARE_SPECS") or ROOT) / "serving"
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Arrivals:
     """Open-loop requests, sorted by arrival. The arrays are read-only copies of what was given."""
@@ -135,7 +141,7 @@ def presets(root: str | Path | None = None) -> dict[str, Lengths]:
     """Every length preset in `root`/lengths.csv by name (root: $PLANNER_HARDWARE_SPECS/serving when that is set,
     else the repository's). Raise CatalogError (a ConfigError naming file, row and column) for a bad row."""
     if root is None:
-        root = Path(os.environ.get("PLANNER_HARDWARE_SPECS") or ROOT) / "serving"
+        root = serving_root()
     table: dict[str, Lengths] = {}
     for row in read_rows(Path(root) / "lengths.csv", COLUMNS, rows_required=True):
         name = row.slug("name")

@@ -17,7 +17,6 @@ each measured with a model taken out of the path) is per engine, not per version
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 from planner.errors import ConfigError
 from planner.files import parse_json, read_text
 from planner.hardware.catalog import Device
+from planner.serve.load import serving_root
 from planner.workload.engines import (
     SchedulerDefaults,
     _release_order,
@@ -33,7 +33,6 @@ from planner.workload.engines import (
     split_version,
 )
 
-ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "serving"
 _SIMULATED = {f.name for f in fields(SchedulerDefaults)} - {"policy"}
 _REPORTED = ("async_scheduling", "cuda_graph_max_batch")
 _COUNT = lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2**24  # noqa: E731
@@ -72,10 +71,7 @@ split = split_version
 
 
 def _table(root: str | Path | None = None) -> dict:
-    if root is None:
-        root = Path(os.environ["PLANNER_HARDWARE_SPECS"]) / "serving" if os.environ.get("PLANNER_HARDWARE_SPECS") \
-            else ROOT
-    return _load(str(Path(root) / "schedulers.json"))
+    return _load(str(Path(root or serving_root()) / "schedulers.json"))
 
 
 @lru_cache(maxsize=4)

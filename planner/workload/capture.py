@@ -37,6 +37,7 @@ GEMM_OPERANDS = {"aten.mm": ("self", "mat2"), "aten.addmm": ("mat1", "mat2"), "a
 """The two matrix operands of each GEMM op: a quantized weight in one makes the other a quantized input."""
 QUANTIZE_OP = "quant.quantize.default"
 """The synthetic record of a dynamic activation-quantization kernel (see _Recorder.quantized)."""
+QUANTIZE_PACKET = QUANTIZE_OP.rsplit(".", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +262,7 @@ class _Recorder(TorchDispatchMode):
         p = self._precision
         self._role_bits[_storage_id(q)] = p.activation_bits(x.shape[-1] if x.dim() else 1)
         self._quantized[key] = (x, q)
-        self.records.append(OpRecord(op=QUANTIZE_OP, packet=QUANTIZE_OP.rsplit(".", 1)[0], module=self._module(),
+        self.records.append(OpRecord(op=QUANTIZE_OP, packet=QUANTIZE_PACKET, module=self._module(),
                                      phase=self.current_phase(),
                                      args=(("input", self._meta(x)), ("dynamic", p.activation_scales.dynamic)),
                                      outputs=(self._meta(q),), mutates=(), is_view=False))

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from planner.memo import IdentityMemo
-from planner.workload.capture import QUANTIZE_OP, OpRecord, TensorMeta
+from planner.workload.capture import QUANTIZE_PACKET, OpRecord, TensorMeta
 from planner.workload.counting import OpCost, read_tensors, written_tensors
 from planner.workload.engines import Engine
 
@@ -340,7 +340,7 @@ def _route(kernels: list[tuple[Kernel, bool]], engine: Engine) -> list[Kernel]:
             if isinstance(source, TensorMeta) and k.cost.bytes_written > 0:
                 per_token = min(1.0, source.bytes / k.cost.bytes_written)
             continue
-        if per_token < 1.0 and packet == QUANTIZE_OP.rsplit(".", 1)[0] and ".experts." in k.record.module:
+        if per_token < 1.0 and packet == QUANTIZE_PACKET and ".experts." in k.record.module:
             # vLLM's fused_experts quantizes the [T, d] tokens once (moe_kernel_quantize_input) before the GEMM
             # reads them by index, not the T·k gathered rows: its bytes are the tokens' (its FLOP kept)
             k = replace(k, cost=OpCost(k.cost.flop, k.cost.bytes_read * per_token, k.cost.bytes_written * per_token))

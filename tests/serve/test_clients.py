@@ -19,8 +19,8 @@ def test_every_client_loads_with_a_source_for_what_is_simulated():
     clients = load_clients()
     assert set(clients) == {"vllm-bench-serve", "sglang-bench-serving", "genai-perf", "aiperf", "trtllm-bench",
                             "inferencemax"}
-    from planner.serve.clients import ROOT
-    data = json.loads((ROOT / "clients.json").read_text())
+    from planner.serve.load import serving_root
+    data = json.loads((serving_root() / "clients.json").read_text())
     for cid in clients:
         for fact in data["clients"][cid]["simulated"].values():
             assert fact["source"]
