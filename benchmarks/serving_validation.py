@@ -41,7 +41,7 @@ import output
 
 from planner.errors import PlannerError
 from planner.predict import Request, default_context
-from planner.serve.api import Load, serve
+from planner.serve.api import Load, Scheduling, serve
 
 DATA = Path(__file__).resolve().parent / "data" / "serving"
 
@@ -67,6 +67,7 @@ DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp4": "nvfp4", "nvfp4":
 """weights_dtype column -> planner dtype recipe (hardware_specs/quant/recipes.json)."""
 
 SKIP = ((r"(?i)\bMTP\b|speculative|eagle", "speculative decoding"),
+        (r"(?i)dp_attention=true", "attention data-parallel across the TP ranks (DP attention)"),
         (r"(?i)disagg|prefill GPUs|decode GPUs|\bxP\b|\d+P\d*D", "disaggregated prefill"),
         (r"(?i)multi-?node", "more than one node"))
 """(pattern on the notes or client, reason a row is not expressed)."""
@@ -92,6 +93,22 @@ stalls no performance model has (InferenceX rows with a p99 TTFT of 75 s and a m
 median). --stat mean reads the mean first."""
 
 
+SERVER = {  # engine_args key of a <source>_server.csv -> (Scheduling field, parse)
+    "max_num_batched_tokens": ("max_num_batched_tokens", int),
+    "max_num_seqs": ("max_num_seqs", int),
+    "recv_interval": ("recv_interval", int),
+    "batch_wait_timeout_iters": ("batch_wait_iters", int),
+    "batch_wait_max_tokens_ratio": ("batch_wait_tokens_ratio", float),
+}
+"""Server settings a run's launch script gave that the simulator takes (benchmarks/data/serving/<source>_server.csv,
+one row per result id, read from the script the run used: see its .md). SGLang's prefill batch is capped by
+both --chunked-prefill-size and --max-prefill-tokens: the smaller is its step budget. Other settings there
+(memory fractions, CUDA-graph sizes, stream interval) are recorded, not simulated."""
+
+SERVER_ARGS = True
+"""--defaults: the engines' defaults instead of each run's launch settings."""
+
+
 class NotExpressed(Exception):
     """A row planner cannot express; the message is the reason."""
 
@@ -102,6 +119,7 @@ class Case:
 
     request: Request
     load: Load
+    scheduling: Scheduling
     client: str
     readings: tuple[tuple[str, str, float], ...]
     """(metric, statistic, measured): ttft/tpot/itl in s, output_tok_s in tokens/s."""
@@ -208,7 +226,17 @@ def case_of(row: dict, ctx) -> Case:
     ep = _int(row, "ep") or 1
     request = Request(model=model, device=row["device"], gpus=gpus, tp=tp, ep=ep, input_len=input_len,
                       output_len=output_len, dtype=dtype, engine=engine)
-    return Case(request, load, client or "", tuple(readings))
+    scheduling = scheduling_of(row.get("engine_args", "")) if SERVER_ARGS and not PLAIN else Scheduling()
+    return Case(request, load, scheduling, client or "", tuple(readings))
+
+
+def scheduling_of(text: str) -> Scheduling:
+    """The Scheduling overrides of an engine_args cell ("key=value;key=value", SERVER keys; others ignored)."""
+    pairs = dict(part.split("=", 1) for part in text.split(";") if "=" in part)
+    given = {SERVER[k][0]: SERVER[k][1](v) for k, v in pairs.items() if k in SERVER}
+    if "max_prefill_tokens" in pairs and "max_num_batched_tokens" in given:
+        given["max_num_batched_tokens"] = min(given["max_num_batched_tokens"], int(pairs["max_prefill_tokens"]))
+    return Scheduling(**given)
 
 
 def with_version(engine: str, published: str) -> str:
@@ -230,8 +258,15 @@ def read_rows(source: str | None) -> list[dict]:
     for path in sorted(DATA.glob("*.csv")):
         if source and path.stem != source:
             continue
+        if path.stem.endswith("_server"):
+            continue
+        server = {}
+        side = path.with_name(f"{path.stem}_server.csv")
+        if side.exists():
+            with side.open(newline="", encoding="utf-8") as f:
+                server = {r["id"]: r["engine_args"] for r in csv.DictReader(f)}
         with path.open(newline="", encoding="utf-8") as f:
-            rows += [dict(r, file=path.name) for r in csv.DictReader(f)]
+            rows += [dict(r, file=path.name, engine_args=server.get(r["id"], "")) for r in csv.DictReader(f)]
     return rows
 
 
@@ -272,12 +307,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", help="only this file of benchmarks/data/serving (its stem: vendor, ...)")
     parser.add_argument("--limit", type=int, help="only the first N expressed rows")
     parser.add_argument("--plain", action="store_true", help="simulate without the rows' clients and engine versions")
+    parser.add_argument("--defaults", action="store_true",
+                        help="run every engine at its defaults, not at the run's launch settings (*_server.csv)")
     parser.add_argument("--stat", choices=("median", "mean"), default="median",
                         help="the published statistic read first where a row gives both (default median)")
     output.add_arguments(parser)
     args = parser.parse_args(argv)
-    global PLAIN, STAT
-    PLAIN, STAT = args.plain, args.stat
+    global PLAIN, STAT, SERVER_ARGS
+    PLAIN, STAT, SERVER_ARGS = args.plain, args.stat, not args.defaults
     start = time.perf_counter()
     ctx = default_context()
     rows = read_rows(args.source)
@@ -292,10 +329,10 @@ def main(argv: list[str] | None = None) -> int:
         expressed += 1
         if args.limit and expressed > args.limit:
             break
-        key = (case.request, case.load)
+        key = (case.request, case.load, case.scheduling)
         if key not in runs:
             try:
-                runs[key] = serve(case.request, case.load, ctx=ctx)
+                runs[key] = serve(case.request, case.load, case.scheduling, ctx=ctx)
             except PlannerError as e:
                 runs[key] = e
         run = runs[key]

@@ -50,6 +50,12 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-num-seqs", type=positive_int, help="override the engine's sequence limit")
     p.add_argument("--max-num-batched-tokens", type=positive_int, help="override the engine's token budget per step")
     p.add_argument("--prefix-hit-rate", type=finite_float, default=0.0, help="share of each prompt in the prefix cache")
+    p.add_argument("--recv-interval", type=positive_int, metavar="N",
+                   help="SGLang --scheduler-recv-interval: new requests taken every N decode steps (default 1)")
+    p.add_argument("--batch-wait-iters", type=int, metavar="T",
+                   help="TensorRT-LLM batch_wait_timeout_iters: steps new prompts may be held back (default 0: off)")
+    p.add_argument("--batch-wait-tokens-ratio", type=finite_float, metavar="R",
+                   help="TensorRT-LLM batch_wait_max_tokens_ratio: share of the step budget that ends the wait")
     p.add_argument("--disagg", metavar="XpYd", help="disaggregated prefill/decode copies, e.g. 1p1d")
     p.add_argument("--slo-ttft", type=finite_float, metavar="S", help="TTFT objective, s")
     p.add_argument("--slo-tpot", type=finite_float, metavar="S", help="TPOT objective, s")
@@ -79,7 +85,8 @@ def _inputs(args: argparse.Namespace):
     load = Load(rate_rps=args.rate, concurrency=args.concurrency, trace=args.trace, requests=args.requests,
                 arrival=args.arrival, cv=args.cv, lengths=args.lengths, think_s=args.think_s, seed=args.seed,
                 client=args.client, range_ratio=args.range_ratio)
-    scheduling = Scheduling(args.max_num_seqs, args.max_num_batched_tokens, args.prefix_hit_rate, args.disagg)
+    scheduling = Scheduling(args.max_num_seqs, args.max_num_batched_tokens, args.prefix_hit_rate, args.disagg,
+                            args.recv_interval, args.batch_wait_iters, args.batch_wait_tokens_ratio)
     return req, load, scheduling, Slo(args.slo_ttft, args.slo_tpot, args.slo_stat)
 
 

@@ -84,6 +84,12 @@ class Scheduling:
     prefix_hit_rate: float = 0.0
     disagg: str | None = None
     """"xPyD": x prefill and y decode model copies; None: every copy does both."""
+    recv_interval: int | None = None
+    """SGLang --scheduler-recv-interval (planner/serve/policies.py); None: the engine's 1."""
+    batch_wait_iters: int | None = None
+    """TensorRT-LLM batch_wait_timeout_iters; None: off."""
+    batch_wait_tokens_ratio: float | None = None
+    """TensorRT-LLM batch_wait_max_tokens_ratio; None: off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +321,9 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     engine, engine_note = engine_for(replace(req, mode="inference"), model, device)
     spec, named = versions.engine_at(engine, version, device)
     policy, fraction = policy_for(spec, scheduling.max_num_seqs, scheduling.max_num_batched_tokens,
-                                  scheduling.prefix_hit_rate, req.batch if isinstance(req.batch, int) else None)
+                                  scheduling.prefix_hit_rate, req.batch if isinstance(req.batch, int) else None,
+                                  scheduling.recv_interval, scheduling.batch_wait_iters,
+                                  scheduling.batch_wait_tokens_ratio)
     prefill_copies, decode_copies = _copies(req, scheduling.disagg)
     stated = load.requests is not None or load.trace is not None
     open_rate = load.rate_rps is not None and load.trace is None and load.concurrency is None and not prefill_copies
@@ -457,7 +465,7 @@ def _disaggregated(steps: StepModel, policy: Policy, kv_blocks: int, arrivals: l
 
 SERVE_KEYS = ("concurrency", "arrival_rate_rps", "requests", "lengths", "arrival", "cv", "seed", "slo_ttft_s",
               "slo_tpot_s", "slo_stat", "max_num_seqs", "max_num_batched_tokens", "prefix_hit_rate", "disagg",
-              "client", "range_ratio")
+              "client", "range_ratio", "recv_interval", "batch_wait_iters", "batch_wait_tokens_ratio")
 """--configs keys that make a row a simulated serving run (with `concurrency` or `arrival_rate_rps`)."""
 
 
@@ -476,10 +484,11 @@ def serve_row(row: dict, ctx: Context | None = None) -> dict:
     req = request_from_row(rest)
     given = {k: row[k] for k in SERVE_KEYS if row.get(k) not in (None, "")}
     try:
-        ints = {k: _int(given[k], k) for k in ("concurrency", "requests", "max_num_seqs", "max_num_batched_tokens")
-                if k in given}
+        ints = {k: _int(given[k], k) for k in ("concurrency", "requests", "max_num_seqs", "max_num_batched_tokens",
+                                                 "recv_interval", "batch_wait_iters") if k in given}
         floats = {k: finite(given[k], f"key '{k}'") for k in ("arrival_rate_rps", "cv", "slo_ttft_s", "slo_tpot_s",
-                                                               "prefix_hit_rate", "range_ratio") if k in given}
+                                                               "prefix_hit_rate", "range_ratio",
+                                                               "batch_wait_tokens_ratio") if k in given}
         seed = int(given.get("seed", 0))
     except (ValueError, OverflowError):
         raise ConfigError("a serving key of the row is not a number") from None
@@ -488,7 +497,8 @@ def serve_row(row: dict, ctx: Context | None = None) -> dict:
                 cv=floats.get("cv", 1.0), lengths=given.get("lengths"), seed=seed,
                 client=str(given["client"]) if "client" in given else None, range_ratio=floats.get("range_ratio"))
     scheduling = Scheduling(ints.get("max_num_seqs"), ints.get("max_num_batched_tokens"),
-                            floats.get("prefix_hit_rate", 0.0), given.get("disagg"))
+                            floats.get("prefix_hit_rate", 0.0), given.get("disagg"), ints.get("recv_interval"),
+                            ints.get("batch_wait_iters"), floats.get("batch_wait_tokens_ratio"))
     slo = Slo(floats.get("slo_ttft_s"), floats.get("slo_tpot_s"), str(given.get("slo_stat", "p90")))
     out = serve(req, load, scheduling, slo, ctx).as_dict()
     out.pop("timeline")

@@ -17,6 +17,20 @@ prefix-cache hit rate.
     static  whole batches: up to `batch` waiting requests are prefilled together and decoded until
             the longest finishes before the next batch starts (Hugging Face generate; planner
             predict's model)
+
+Two server settings that published runs change and engines leave off by default:
+    recv_interval    SGLang --scheduler-recv-interval N (default 1): the scheduler takes new requests from
+                     its queue only when the weights of the steps since it last did reach N; a decode step
+                     (and an idle loop) weighs 1, a step with any prefill 1000 (sglang/srt/managers/
+                     scheduler_recv_skipper.py, weights from SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_* in
+                     sglang/srt/environ.py: DECODE 1, NONE 1, DEFAULT 1000). While decodes run, a new request
+                     waits up to N decode steps before it can be prefilled.
+    batch wait       TensorRT-LLM batch_wait_timeout_iters T and batch_wait_max_tokens_ratio r (default 0, 0:
+                     off): while generation requests run, new context requests are held back until the
+                     scheduled tokens (each context request's whole prompt + one per generation request)
+                     reach r x max_num_tokens or T steps have waited (tensorrt_llm/_torch/pyexecutor/
+                     py_executor.py `_waiting_requests`, called from `_schedule` only when both kinds are
+                     scheduled and attention DP is off; defaults from llmapi/llm_args.py).
 """
 
 from __future__ import annotations
@@ -50,6 +64,13 @@ class Policy:
     """A sequence that cannot get a KV block preempts the latest admitted one (recompute)."""
     prefix_hit_rate: float = 0.0
     """Share of each prompt found in the prefix cache (not prefilled again)."""
+    recv_interval: int = 1
+    """SGLang --scheduler-recv-interval: step weight between takes of new requests (1: every step)."""
+    batch_wait_iters: int = 0
+    """TensorRT-LLM batch_wait_timeout_iters: steps new context requests may be held back (0: off)."""
+    batch_wait_tokens_ratio: float = 0.0
+    """TensorRT-LLM batch_wait_max_tokens_ratio: scheduled tokens, as a share of the step budget, that end the
+    wait (0 ends it at once: no wait)."""
 
     name = "policy"
 
@@ -97,13 +118,22 @@ class Static(Policy):
 CLASSES = {"vllm": Vllm, "sglang": Sglang, "trtllm": Trtllm, "static": Static}
 
 
+RECV_INTERVAL_MAX = 1000
+"""The largest --recv-interval simulated: a prefill step weighs 1000, so above it a step with a prefill would no
+longer be followed by a take of new requests (a setting no engine run uses)."""
+
+
 def policy_for(engine: Engine, max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
-               prefix_hit_rate: float = 0.0, batch: int | None = None) -> tuple[Policy, tuple[float, str] | None]:
+               prefix_hit_rate: float = 0.0, batch: int | None = None, recv_interval: int | None = None,
+               batch_wait_iters: int | None = None,
+               batch_wait_tokens_ratio: float | None = None) -> tuple[Policy, tuple[float, str] | None]:
     """(the engine's policy with the user's overrides, (the share of memory it plans with, of "total" or
     "free" memory), or None for the defaults' share of the whole device).
 
     An engine without a `scheduler` block (eager PyTorch and the others) runs static batches of
-    `batch` requests; `batch` also sets a static policy's batch when its file leaves it to the user."""
+    `batch` requests; `batch` also sets a static policy's batch when its file leaves it to the user.
+    `recv_interval` is SGLang's, `batch_wait_*` TensorRT-LLM's (see the module docstring); naming one for
+    another engine is an error."""
     spec = engine.scheduler
     hit = finite(prefix_hit_rate, "--prefix-hit-rate")
     if not 0 <= hit <= MAX_PREFIX_HIT:
@@ -129,6 +159,27 @@ def policy_for(engine: Engine, max_num_seqs: int | None = None, max_num_batched_
     policy = policy_cls(budget, seqs, block)
     policy = replace(policy, chunked=chunked, mixed=mixed if policy_cls is not Static else False,
                      preempts=preempts, reserve_output=reserve, prefix_hit_rate=hit)
+    if recv_interval is not None:
+        if policy_cls is not Sglang:
+            raise ConfigError(f"--recv-interval is SGLang's --scheduler-recv-interval; engine '{engine.name}' takes "
+                              "new requests at every step")
+        value = _positive(recv_interval, "--recv-interval")
+        if value > RECV_INTERVAL_MAX:
+            raise ConfigError(f"--recv-interval must be in [1, {RECV_INTERVAL_MAX}], got {value}")
+        policy = replace(policy, recv_interval=value)
+    if batch_wait_iters is not None or batch_wait_tokens_ratio is not None:
+        if policy_cls is not Trtllm:
+            raise ConfigError(f"--batch-wait-iters and --batch-wait-tokens-ratio are TensorRT-LLM's "
+                              f"batch_wait_timeout_iters and batch_wait_max_tokens_ratio; engine '{engine.name}' "
+                              "does not hold back new requests")
+        iters = 0 if batch_wait_iters is None else batch_wait_iters
+        if isinstance(iters, bool) or not isinstance(iters, int) or not 0 <= iters <= 100_000:
+            raise ConfigError(f"--batch-wait-iters must be a whole number of steps in [0, 100000], got {iters!r}")
+        ratio = finite(0.0 if batch_wait_tokens_ratio is None else batch_wait_tokens_ratio,
+                       "--batch-wait-tokens-ratio")
+        if not 0 <= ratio <= 1:
+            raise ConfigError(f"--batch-wait-tokens-ratio must be in [0, 1], got {ratio:g}")
+        policy = replace(policy, batch_wait_iters=iters, batch_wait_tokens_ratio=ratio)
     return policy, fraction
 
 
@@ -150,6 +201,11 @@ def describe(policy: Policy) -> str:
              "preemption by recompute" if policy.preempts else "no preemption"]
     if policy.prefix_hit_rate:
         parts.append(f"prefix-cache hit rate {policy.prefix_hit_rate:.0%}")
+    if policy.recv_interval > 1:
+        parts.append(f"new requests taken every {policy.recv_interval} decode steps")
+    if policy.batch_wait_iters and policy.batch_wait_tokens_ratio:
+        parts.append(f"new prompts held up to {policy.batch_wait_iters} steps until "
+                     f"{policy.batch_wait_tokens_ratio:.0%} of the budget is scheduled")
     return ", ".join(parts)
 
 

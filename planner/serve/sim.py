@@ -20,6 +20,12 @@ Tokens. A prefill of a prompt's I tokens produces the first output token (TTFT);
 then feeds the last token back (its KV is written) and produces the next, so a request of O output
 tokens takes O − 1 decode steps and ends with I + O − 1 tokens in its cache.
 
+Server settings (policies.py). Under SGLang's recv_interval N > 1 an arrival waits in an inbox until the
+scheduler next takes new requests: at once when the copy is idle or after a step with a prefill (weight
+1000), else after N decode steps; a stretch of decode steps stops at that point. Under TensorRT-LLM's batch
+wait, a step with generation requests leaves the context requests out while their whole prompts plus one
+token per generation request stay under r x the step budget, for at most T steps in a row.
+
 Little's law is checked, not assumed: the number of requests in the system is integrated over time as
 arrivals and completions happen (`in_system_s`), independently of each request's latency.
 """
@@ -37,6 +43,10 @@ import numpy as np
 from planner.errors import ConfigError
 from planner.serve.policies import Policy
 from planner.serve.steps import StepModel, blocks
+
+PREFILL_STEP_WEIGHT = 1000
+"""Weight of a step with a prefill in SGLang's recv counter (SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_DEFAULT);
+a decode step and an idle loop weigh 1."""
 
 MAX_STEPS = 50_000_000
 """Steps one run may take before it is stopped (a guard against a load that never drains)."""
@@ -99,6 +109,9 @@ class _Loop:
         self.target, self.done, self.prior, self.generated = [0] * n, [0] * n, [0] * n, [0] * n
         self.held, self.join, self.stored0, self.epoch = [0] * n, [0] * n, [0] * n, [0] * n
         self.waiting: deque[int] = deque()
+        self.inbox: deque[int] = deque()  # arrived, not yet taken by the scheduler (recv_interval > 1)
+        self.recv_weight = 0  # SGLang's recv counter: step weight since new requests were last taken
+        self.held_steps = 0  # TensorRT-LLM's batch_wait_iters_count: steps new prompts have been held back
         self.running: dict[int, bool] = {}  # rid -> decoding?  (insertion order = admission order)
         self.prefilling: list[int] = []
         self.heap: list[tuple[int, int, int]] = []
@@ -126,11 +139,52 @@ class _Loop:
 
     def _absorb(self, until: float) -> None:
         arrival = self.arrival
+        inbox = self.inbox if self.policy.recv_interval > 1 else None
         while self.next_arrival < self.n and arrival[self.next_arrival] <= until:
             rid = self.next_arrival
             self._advance(arrival[rid], 1)
-            self._queue(rid)
+            if inbox is None:
+                self._queue(rid)
+            else:
+                inbox.append(rid)
             self.next_arrival += 1
+
+    def _receive(self) -> None:
+        """SGLang's recv: the inbox joins the queue when the counter has reached the interval, or at once
+        when nothing runs (an idle loop takes a few microseconds and weighs 1)."""
+        if self.recv_weight >= self.policy.recv_interval or (self.inbox and not (self.running or self.waiting)):
+            while self.inbox:  # a take at the interval resets the counter whether or not anything came
+                self._queue(self.inbox.popleft())
+            self.recv_weight = 0
+
+    def _hold_prompts(self, decodes: int) -> bool:
+        """TensorRT-LLM's batch wait: True when this step's context requests are held back (the step runs the
+        decodes alone). The context requests are those the step would schedule: running prefills, then
+        waiting requests FCFS within the sequence limit and the budget left by the decodes; each counts its
+        whole prompt (`get_tokens(0)`), each decode one token."""
+        policy = self.policy
+        if not (policy.batch_wait_iters and policy.batch_wait_tokens_ratio):
+            return False
+        if not decodes or not (self.prefilling or self.waiting):
+            self.held_steps = 0
+            return False
+        budget = policy.token_budget - decodes
+        tokens, seats = decodes, policy.max_seqs - len(self.running)
+        for rid in self.prefilling:
+            tokens += self.inp[rid]
+            budget -= self.target[rid] - self.done[rid]
+        for rid in self.waiting:
+            left = self.target[rid] - self.done[rid]
+            if budget <= 0 or seats <= 0 or (left > budget and not policy.chunked):
+                break
+            tokens += self.inp[rid]
+            budget -= left
+            seats -= 1
+        if self.held_steps >= policy.batch_wait_iters or tokens >= policy.batch_wait_tokens_ratio * policy.token_budget:
+            self.held_steps = 0
+            return False
+        self.held_steps += 1
+        return True
 
     def _queue(self, rid: int) -> None:
         """A new request enters the queue, or is rejected when its whole sequence exceeds the KV cache."""
@@ -271,7 +325,7 @@ class _Loop:
                 need = self._decode_blocks()
             decodes = self.decoding
             self.used += need
-            if policy.mixed:
+            if policy.mixed and not self._hold_prompts(decodes):
                 self._plan_prefill(policy.token_budget - decodes, chunks, False)
         if not chunks and not decodes:
             return False
@@ -303,6 +357,7 @@ class _Loop:
                 self._complete(rid, end)
             else:
                 self._join(rid, self.prior[rid] + self.target[rid])
+        self.recv_weight += PREFILL_STEP_WEIGHT if chunks else 1
         self._record(end, decodes, 1)
         return True
 
@@ -350,6 +405,13 @@ class _Loop:
             return False
         arrival = self.arrival[self.next_arrival] if self.next_arrival < self.n else math.inf
         span = lambda j: j * w + ws * j * (j - 1) / 2  # noqa: E731
+        if self.policy.recv_interval > 1:
+            # arrivals wait in the inbox: the stretch runs to the next take of new requests, not to the arrival
+            if self.inbox or arrival < math.inf:
+                k = min(k, self.policy.recv_interval - self.recv_weight)
+            arrival = math.inf
+            if k < 2:
+                return False
         if self.t + span(k) > arrival:  # the smallest k whose end reaches the arrival
             lo, hi = 1, k
             while lo < hi:
@@ -371,6 +433,7 @@ class _Loop:
         self.g += k
         self.context_sum += batch * k
         self._finish_decodes(end)
+        self.recv_weight += k
         self._record(end, batch * k, k)
         return True
 
@@ -379,6 +442,7 @@ class _Loop:
         idle = 0.0
         while True:
             self._absorb(self.t)
+            self._receive()
             if not self.running and not self.waiting:
                 if self.next_arrival < self.n and self.arrival[self.next_arrival] < math.inf:
                     if steps:

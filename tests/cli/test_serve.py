@@ -173,9 +173,14 @@ def _text(content):
     (["--rate", "5", "--sweep-rate", "1"], "--sweep-rate"),
     (["--rate", "5", "--lengths", "nosuch"], "unknown length preset"),
     (["--concurrency", "4", "--gpus", "2", "--disagg", "1p1d"], "--disagg"),
+    (["--rate", "5", "--recv-interval", "30"], "--recv-interval is SGLang's"),
+    (["--rate", "5", "--engine", "sglang", "--batch-wait-iters", "40"], "--batch-wait-iters"),
+    (["--rate", "5", "--engine", "trtllm", "--batch-wait-iters", "4", "--batch-wait-tokens-ratio", "nan"],
+     "--batch-wait-tokens-ratio"),
 ], ids=["unknown-device", "rate-0", "rate-negative", "rate-nan", "rate-inf", "rate-and-concurrency", "no-load",
         "curve-without-sweep", "disagg-1x1", "requests-0", "prefix-1.5", "slo-negative", "slo-stat",
-        "sweep-1-point", "unknown-lengths", "disagg-closed-loop"])
+        "sweep-1-point", "unknown-lengths", "disagg-closed-loop", "recv-interval-vllm", "batch-wait-sglang",
+        "batch-wait-ratio-nan"])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     rc, out, err = _run(capsys, *argv)
     assert rc == 2
@@ -228,3 +233,19 @@ def test_configs_rows_with_a_load_run_the_simulator(tmp_path, capsys):
     assert "arrival_rate_rps" in b["error"]
     # one request at a time: the simulated TTFT is the predicted one plus vLLM's 4 ms in its HTTP server
     assert a["ttft_s"] == pytest.approx(c["ttft_s"] + 0.004, rel=1e-9)
+
+
+def test_configs_rows_take_the_servers_wait_settings(tmp_path, capsys):
+    # SGLang's recv_interval and TensorRT-LLM's batch wait as --configs keys: the scheduler line names them, and a
+    # key for the other engine is that row's one-line error
+    rows = tmp_path / "rows.jsonl"
+    base = '"model": "llama-3.1-8b", "device": "h100-sxm", "input_len": 512, "output_len": 64, "concurrency": 4, ' \
+           '"requests": 12'
+    rows.write_text(f'{{"id": "s", {base}, "engine": "sglang", "recv_interval": 30}}\n'
+                    f'{{"id": "t", {base}, "engine": "trtllm", "batch_wait_iters": 40, "batch_wait_tokens_ratio": 0.8}}\n'
+                    f'{{"id": "v", {base}, "engine": "vllm", "recv_interval": 30}}\n')
+    assert main(["predict", "--configs", str(rows), "--json"]) == 0
+    s, t, v = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert "new requests taken every 30 decode steps" in s["policy"]
+    assert "new prompts held up to 40 steps until 80% of the budget is scheduled" in t["policy"]
+    assert "--recv-interval is SGLang's" in v["error"]

@@ -202,10 +202,18 @@ def test_bad_sweep_inputs_are_config_errors(call, flag):
     (REQ, Load(concurrency=2, think_s=-1.0), Scheduling(), Slo(), "--think-s"),
     (replace(REQ, gpus=2), Load(concurrency=4), Scheduling(disagg="1p1d"), Slo(), "--disagg"),
     (Request("bert-base", DEVICE), Load(rate_rps=5.0), Scheduling(), Slo(), "decoder"),
+    (replace(REQ, engine="vllm"), Load(rate_rps=5.0), Scheduling(recv_interval=30), Slo(), "--recv-interval"),
+    (replace(REQ, engine="sglang"), Load(rate_rps=5.0), Scheduling(recv_interval=0), Slo(), "--recv-interval"),
+    (replace(REQ, engine="sglang"), Load(rate_rps=5.0), Scheduling(recv_interval=5000), Slo(), "--recv-interval"),
+    (replace(REQ, engine="sglang"), Load(rate_rps=5.0), Scheduling(batch_wait_iters=40), Slo(), "--batch-wait-iters"),
+    (replace(REQ, engine="trtllm"), Load(rate_rps=5.0), Scheduling(batch_wait_iters=-1), Slo(), "--batch-wait-iters"),
+    (replace(REQ, engine="trtllm"), Load(rate_rps=5.0), Scheduling(batch_wait_iters=4, batch_wait_tokens_ratio=1.5),
+     Slo(), "--batch-wait-tokens-ratio"),
 ], ids=["rate-and-concurrency", "rate-and-trace", "no-load", "requests-0", "requests-bool", "requests-huge",
         "concurrency-0", "rate-nan", "rate-0", "arrival", "prefix-negative", "prefix-1.5", "prefix-nan",
         "max-num-seqs-0", "slo-stat-p42", "slo-ttft-negative", "slo-tpot-inf", "think-negative",
-        "disagg-closed-loop", "encoder-model"])
+        "disagg-closed-loop", "encoder-model", "recv-interval-vllm", "recv-interval-0", "recv-interval-5000",
+        "batch-wait-sglang", "batch-wait-negative", "batch-wait-ratio-1.5"])
 def test_bad_inputs_are_config_errors_naming_the_flag(req, load, scheduling, slo, flag):
     with pytest.raises(ConfigError, match=re.escape(flag)) as info:
         serve(req, load, scheduling, slo)

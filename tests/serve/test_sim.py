@@ -179,3 +179,63 @@ def test_prefix_cache_hits_skip_that_share_of_each_prompt(steps):
     assert run.prefill_tokens == n * 256
     expected = steps.linear_s(256) + steps.attention_s(512) - steps.attention_s(256)
     assert summarize([run]).ttft_s.mean == pytest.approx(expected, rel=1e-12)
+
+
+LONG = 2000  # output tokens of a request that keeps decoding while another arrives
+
+
+def _late_arrival(steps, policy):
+    """Request A (512 + 2,000 tokens) at 0; request B (512 + 64) half way through A's first decode step.
+    Returns (run, prefill s, B's arrival s, A's decode step times d_i for i = 1, 2, ... (context 512 + i - 1))."""
+    prefill = steps.linear_s(PROMPT) + steps.attention_s(PROMPT)
+    d = [steps.decode(1, PROMPT + i)[0] for i in range(200)]
+    t_b = prefill + 0.5 * d[0]
+    arrivals = loads.Arrivals(np.array([0.0, t_b]), np.array([PROMPT, PROMPT]), np.array([LONG, OUTPUT]))
+    return _run(steps, policy, 10_000, arrivals), prefill, t_b, d
+
+
+@pytest.mark.parametrize("interval", [1, 7, 30])
+def test_sglang_recv_interval_holds_an_arrival_until_the_nth_decode_step(steps, interval):
+    # SGLang --scheduler-recv-interval N: after A's prefill step (weight 1000) the counter is reset at the next
+    # take; each decode step weighs 1, so new requests are taken after decode step N. B arrives during decode
+    # step 1 and is prefilled alone (SGLang runs prefill steps alone) right after step N:
+    #     TTFT_B = prefill_A + d_1 + ... + d_N + prefill_B - t_B
+    # (N = 1, the engine's default: taken after the step it arrived in)
+    run, prefill, t_b, d = _late_arrival(steps, Sglang(8192, 256, 16, recv_interval=interval))
+    expected = prefill + sum(d[:interval]) + prefill - t_b
+    assert run.first_token_s[1] - run.arrival_s[1] == pytest.approx(expected, rel=1e-9)
+    assert run.first_token_s[0] == pytest.approx(prefill, rel=1e-12)
+    assert summarize([run]).little_error < 1e-9
+
+
+@pytest.mark.parametrize("iters", [1, 5, 40])
+def test_trtllm_batch_wait_holds_a_prompt_for_t_steps_under_the_token_ratio(steps, iters):
+    # TensorRT-LLM batch_wait_timeout_iters T, batch_wait_max_tokens_ratio 0.8 of 8,192 = 6,553.6 tokens: B's
+    # 512-token prompt + A's 1 decode token = 513 stay under it, so B is held at the T step formations after it
+    # arrives (decode steps 2 .. T + 1 of A, alone) and scheduled at the next, a mixed step of B's prefill and
+    # A's decode at context 512 + T + 1:
+    #     TTFT_B = prefill_A + d_1 + ... + d_(T+1) + step([(512, 0)], 1 decode, context 512 + T + 1) - t_B
+    run, prefill, t_b, d = _late_arrival(steps, Trtllm(8192, 256, 16, batch_wait_iters=iters,
+                                                       batch_wait_tokens_ratio=0.8))
+    mixed = steps.step([(PROMPT, 0)], 1, PROMPT + iters + 1)[0]
+    expected = prefill + sum(d[:iters + 1]) + mixed - t_b
+    assert run.first_token_s[1] - run.arrival_s[1] == pytest.approx(expected, rel=1e-9)
+    # a ratio the one prompt already reaches (513 >= 0.05 x 8,192 = 409.6): no wait, as with batch wait off
+    free, *_ = _late_arrival(steps, Trtllm(8192, 256, 16, batch_wait_iters=iters, batch_wait_tokens_ratio=0.05))
+    off, *_ = _late_arrival(steps, Trtllm(8192, 256, 16))
+    assert free.first_token_s[1] == pytest.approx(off.first_token_s[1], rel=1e-12)
+    assert off.first_token_s[1] - t_b == pytest.approx(d[0] - 0.5 * d[0] + steps.step([(PROMPT, 0)], 1, PROMPT + 1)[0],
+                                                       rel=1e-9)
+
+
+@pytest.mark.parametrize("policy", [Sglang(8192, 256, 16, recv_interval=30),
+                                    Trtllm(8192, 256, 16, batch_wait_iters=40, batch_wait_tokens_ratio=0.8)],
+                         ids=lambda p: p.name)
+def test_littles_law_and_closed_loop_throughput_hold_with_server_waits(steps, policy):
+    arrivals = loads.poisson(20.0, 400, loads.fixed_lengths(PROMPT, OUTPUT), seed=5)
+    m = summarize([_run(steps, policy, 4000, arrivals)])
+    assert m.completed == 400 and m.little_error < 0.02
+    # N closed-loop clients with no think time: requests/s = N / mean E2E
+    requests = loads.Arrivals(np.zeros(200), np.full(200, PROMPT), np.full(200, OUTPUT))
+    closed = summarize([_run(steps, policy, 4000, requests, clients=16)])
+    assert closed.requests_per_s == pytest.approx(16 / closed.e2e_s.mean, rel=0.05)
