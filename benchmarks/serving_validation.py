@@ -14,6 +14,11 @@ input and output lengths (or ShareGPT with the run's mean lengths stated: simula
 SHAREGPT), and it ran on one node without speculative decoding or disaggregated prefill (the notes say so):
 every other row is listed under "not expressed" with the reason.
 
+Launch settings. Where a source has a <stem>_server.csv (inferencemax_server.csv: every single-node InferenceX row,
+read from the launch script the run used), the step budget, sequence limit, SGLang's recv interval and TensorRT-LLM's
+batch wait are the run's (SERVER), and so is the EP degree where the script chose it; --defaults runs every engine
+at its defaults instead.
+
 Simulated. `planner.serve.api.serve` with the row's model, device, tp, ep, dtype recipe and engine; the load
 as the row's client ran it (planner/serve/clients.py: how many requests, warm-up left out, all clients
 starting at once); the metric read as the source reports it (mean or median; TPOT per request without the
@@ -224,6 +229,11 @@ def case_of(row: dict, ctx) -> Case:
     if not readings:
         raise NotExpressed("no TTFT, TPOT, ITL or output throughput measured")
     ep = _int(row, "ep") or 1
+    launched = dict(part.split("=", 1) for part in row.get("engine_args", "").split(";") if "=" in part)
+    if SERVER_ARGS and not PLAIN:
+        if launched.get("attention_dp") == "true":
+            raise NotExpressed("attention data-parallel across the TP ranks (DP attention)")
+        ep = int(launched.get("ep", ep))  # the EP the server ran with where the script chose it itself
     request = Request(model=model, device=row["device"], gpus=gpus, tp=tp, ep=ep, input_len=input_len,
                       output_len=output_len, dtype=dtype, engine=engine)
     scheduling = scheduling_of(row.get("engine_args", "")) if SERVER_ARGS and not PLAIN else Scheduling()

@@ -60,6 +60,10 @@ class DecoderConfig:
     """Keys a query attends to at most (Mistral v0.1); the decode KV cache is a rolling buffer."""
     local_experts: int = 0
     """Experts held by this device under expert parallelism (0: all num_experts)."""
+    routed_rows_divisor: int = 1
+    """Devices that share the routed rows of this device's tokens: under expert parallelism within a
+    tensor-parallel group every rank holds all the group's tokens and computes only the rows routed to its
+    own experts, so a device runs T·k / min(tp, ep) rows (1: all T·k)."""
     moe_intermediate_size: int = 0
     """Width of one routed expert (0: intermediate_size)."""
     shared_intermediate_size: int = 0

@@ -28,7 +28,11 @@ class MoE(nn.Module):
     Routing depends on data, which meta tensors do not have; the graph assumes balanced routing:
     the T*k routed rows are split evenly over the E experts (an expert given 0 rows is not run,
     so a decode step at batch 1 reads only k experts' weights). Under expert parallelism a device
-    holds E/ep experts and, after the all-to-all, receives T*k rows for them (its tokens' share).
+    holds E/ep experts. Within a tensor-parallel group (ep ≤ tp) every rank holds the same T tokens and
+    runs only the ⌈T*k/ep⌉ rows routed to its experts, the partial outputs summed by the group's
+    all-reduce after the MLP (vLLM, SGLang and TensorRT-LLM EP without attention DP); across
+    data-parallel replicas (ep > tp) a device receives, after the all-to-all, T*k/tp rows: its tokens'
+    share (`routed_rows_divisor` = min(tp, ep) either way).
     Scores are a softmax over the experts (Mixtral, Qwen3-MoE, gpt-oss: softmax of the top k) or a
     sigmoid per expert (DeepSeek-V3, Llama 4); the k weights are normalized to sum to 1 either way
     (a scale, not a change of work). A shared expert (DeepSeek-V3, Llama 4) runs on every token.
@@ -44,6 +48,7 @@ class MoE(nn.Module):
         self.experts = nn.ModuleList(MLP(cfg, width, cfg.expert_bias) for _ in range(cfg.local_experts or cfg.num_experts))
         if cfg.shared_intermediate_size:
             self.shared_expert = MLP(cfg, cfg.shared_intermediate_size, False)
+        self.rows_divisor = max(1, cfg.routed_rows_divisor)
         self.capture_repeat = None
         """Set by a capture on meta tensors (planner/workload/graphs.py): a context manager factory that
         counts the ops run inside it n times. Experts given the same number of rows run the same ops on
@@ -61,7 +66,8 @@ class MoE(nn.Module):
         token = torch.div(order, self.k, rounding_mode="floor")  # [T*k] token of each row
         row_weight = weights.reshape(-1)[order].unsqueeze(-1)  # [T*k, 1]
         out = self.shared_expert(flat) if hasattr(self, "shared_expert") else torch.zeros_like(flat)
-        counts = balanced_counts(int(b) * int(s) * self.k, len(self.experts))
+        divisor = self.rows_divisor  # [T*k / divisor] rows run on this device
+        counts = balanced_counts(-(-int(b) * int(s) * self.k // divisor), len(self.experts))
         if self.capture_repeat is not None and x.device.type == "meta":
             start = 0
             for n in sorted(set(counts) - {0}, reverse=True):  # balanced: the larger counts come first

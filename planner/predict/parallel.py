@@ -212,8 +212,8 @@ def layer_comm_s(dg: DeviceGraph, stage: int, tokens: int, device: Device, defau
 
     TP (Megatron): one all-reduce of [tokens, d] after attention and one after the MLP per layer
     (one per layer for a parallel block), one for the vocabulary-parallel embedding on the first
-    stage. EP: an all-to-all to dispatch and one to combine the [tokens·k, d] routed rows per
-    MoE layer. `node`: devices per server on the fast link. `passes`: 1 for a forward, 2 for forward
+    stage. EP across data-parallel replicas (ep > tp): an all-to-all to dispatch and one to combine the
+    [tokens·k, d] routed rows per MoE layer; EP within the TP group moves no rows (models/moe.py). `node`: devices per server on the fast link. `passes`: 1 for a forward, 2 for forward
     and backward.
     """
     par, cfg = dg.parallelism, dg.config
@@ -247,7 +247,9 @@ def _layer_counts(dg: DeviceGraph, stage: int) -> tuple[int, int]:
         return 0, 0
     layers = dg.layers_on_stage(stage)
     allreduces = layers * (1 if cfg.parallel_block else 2) + (1 if stage == 0 else 0) if par.tp > 1 else 0
-    alltoalls = layers * 2 if par.ep > 1 and cfg.num_experts else 0
+    # EP within a TP group (ep ≤ tp): every rank holds the group's tokens, so no rows move; the partial expert
+    # outputs are summed by the MLP's all-reduce already counted. Across replicas (ep > tp): dispatch + combine.
+    alltoalls = layers * 2 if par.ep > par.tp and cfg.num_experts else 0
     return allreduces, alltoalls
 
 

@@ -96,7 +96,7 @@ def shard_config(cfg: DecoderConfig, par: Parallelism) -> DecoderConfig:
     parallelism every expert is tensor-sliced like a dense MLP (vLLM's fused MoE under TP): its
     intermediate width (moe_intermediate_size where the model sets one) and a shared expert's are
     divided by tp too. With ep > 1 experts are whole (not tensor-sliced) and each device holds
-    num_experts/ep of them.
+    num_experts/ep of them, running the routed rows of its tokens' share (routed_rows_divisor, models/moe.py).
     """
     tp = par.tp
     kv = cfg.num_kv_heads // tp if cfg.num_kv_heads >= tp else 1
@@ -106,4 +106,5 @@ def shard_config(cfg: DecoderConfig, par: Parallelism) -> DecoderConfig:
                    moe_intermediate_size=width(cfg.moe_intermediate_size),
                    shared_intermediate_size=width(cfg.shared_intermediate_size),
                    vocab_size=math.ceil(cfg.vocab_size / tp),
-                   local_experts=cfg.num_experts // par.ep if cfg.num_experts else 0)
+                   local_experts=cfg.num_experts // par.ep if cfg.num_experts else 0,
+                   routed_rows_divisor=min(tp, par.ep) if cfg.num_experts and par.ep > 1 else 1)

@@ -111,3 +111,37 @@ def test_scaleout_gbps_replaces_the_catalog_link_and_llama_trains_on_64_a100():
     assert a100.metrics["step_time_s"] > 0 and a100.fits
     with pytest.raises(ConfigError, match="scaleout-gbps must be in"):
         predict(Request(device="h100-sxm", scaleout_gbps=0, **base))
+
+
+def test_expert_parallel_ranks_of_a_tp_group_run_only_their_experts_rows():
+    # mixtral-8x7b decode at batch 1: T·k = 1 x 2 = 2 routed rows; an expert is 3 matrices of 4096 x 14336 bf16
+    # (117,440,512 bytes each). EP within the TP group (tp 2, ep 2): each rank holds all the tokens and runs the
+    # ⌈2 / 2⌉ = 1 row routed to its 4 experts: one whole expert, 3 x 117.4 MB. TP without EP: both rows on every
+    # rank, each on an expert sliced in half: 2 x 3 x 58.7 MB, the same bytes. EP across replicas (tp 1, ep 2,
+    # dp 2): a rank's own token sends its 2 rows out and receives 2 rows for its experts: 2 whole experts.
+    from planner.workload.device_graph import device_graph
+    from planner.workload.graphs import Workload
+
+    model = resolve("mixtral-8x7b")
+    assert shard_config(model.config, Parallelism(tp=2, ep=2)).routed_rows_divisor == 2
+    assert shard_config(model.config, Parallelism(tp=1, ep=2, dp=2)).routed_rows_divisor == 1
+    assert shard_config(model.config, Parallelism(tp=2)).routed_rows_divisor == 1
+    matrix = 4096 * 14336 * 2
+
+    def expert_weight_bytes(tp, ep, dp=1):
+        dg = device_graph(model, Workload("decode", 1, context_len=128, dtype="bf16", engine="eager"),
+                          Parallelism(tp=tp, ep=ep, dp=dp))
+        # the expert GEMMs are the only ops reading over 50 MB (attention and router weights are far smaller)
+        return sum(op.count * op.cost.bytes_read for op in dg.layer.ops
+                   if op.record.op == "aten.mm.default" and op.cost.bytes_read > 50e6)
+
+    assert expert_weight_bytes(2, 2) == pytest.approx(3 * matrix, rel=1e-3)
+    assert expert_weight_bytes(2, 1) == pytest.approx(2 * 3 * matrix / 2, rel=1e-3)
+    assert expert_weight_bytes(1, 2, 2) == pytest.approx(2 * 3 * matrix, rel=1e-3)
+    # and no rows move within the TP group: no all-to-all there, two per MoE layer across replicas
+    from planner.predict.parallel import layer_collectives
+
+    inside = device_graph(model, Workload("decode", 1, context_len=128, dtype="bf16"), Parallelism(tp=2, ep=2))
+    across = device_graph(model, Workload("decode", 1, context_len=128, dtype="bf16"), Parallelism(tp=1, ep=2, dp=2))
+    assert "expert-parallel all-to-all" not in layer_collectives(inside, 0)
+    assert layer_collectives(across, 0)["expert-parallel all-to-all"] == 2 * 32
