@@ -806,11 +806,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, help="only the first N rows (after --category)")
     parser.add_argument("--category", action="append", help="only rows of this category (repeatable)")
+    parser.add_argument("--data", type=Path, default=DATA,
+                        help="another file of rows in the same columns (default benchmarks/data/dev_measurements.csv; "
+                             "benchmarks/data/vendor_stacks.csv: TensorRT and MLPerf-class training)")
+    parser.add_argument("--no-cross-library", action="store_true",
+                        help="an engine without a profile of its own libraries takes the datasheet tier, never "
+                             "another library's profile (planner/predict/context.py cross_library)")
     output.add_arguments(parser)
     args = parser.parse_args()
 
     start = time.perf_counter()
-    with open(DATA, newline="", encoding="utf-8") as f:
+    data = args.data.resolve()
+    with open(data, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     total_rows = len(rows)
     if args.category:
@@ -818,6 +825,10 @@ def main() -> None:
     if args.limit is not None:
         rows = rows[:args.limit]
     ctx = default_context()
+    if args.no_cross_library:
+        from dataclasses import replace as _replace
+
+        ctx = _replace(ctx, cross_library=False, _efficiency={}, _targets={})
     cache: dict = {}
     records = [evaluate(row, ctx, cache) for row in rows]
     wall_s = time.perf_counter() - start
@@ -830,7 +841,8 @@ def main() -> None:
                "exact_device_only": summarize([{**r, "all": "exact"} for r in done if r["device_match"] == "exact"],
                                               "all") if done else {},
                "serve_vs_predict": serve_vs_predict(records)}
-    print(f"dev validation: {len(done)} of {len(rows)} rows expressed ({total_rows} in {DATA.relative_to(ROOT)}); "
+    where = data.relative_to(ROOT) if data.is_relative_to(ROOT) else data
+    print(f"dev validation: {len(done)} of {len(rows)} rows expressed ({total_rows} in {where}); "
           f"error = |ln(predicted / measured)|, bias = median ln (> 0: planner predicts more)")
     if done:
         print_table("all expressed rows", summary["overall"])
@@ -857,7 +869,8 @@ def main() -> None:
         print(f"\n{r['id']}: {r['reason']}\n  inputs: {r['settings']}\n{r['traceback']}")
     print(f"\nrun time: {wall_s:.1f} s")
 
-    result = {"data": str(DATA.relative_to(ROOT)), "rows_read": len(rows), "rows_in_file": total_rows,
+    result = {"data": str(where), "cross_library": not args.no_cross_library, "rows_read": len(rows),
+              "rows_in_file": total_rows,
               "expressed": len(done), "not_expressed": len(missing), "summary": summary,
               "not_expressed_by_reason": {k: [r["id"] for r in v] for k, v in groups.items()},
               "rows": records, "wall_s": wall_s, "code": code_version(),

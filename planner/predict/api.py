@@ -22,7 +22,7 @@ from planner.predict.training import predict_training
 from planner.workload.engines import check_engine, default_engine, get_engine
 from planner.workload.graphs import context_note
 from planner.workload.parallelism import Parallelism
-from planner.workload.quant import compose
+from planner.workload.quant import compose, on_device
 from planner.workload.zoo import Model, resolve
 
 MODES = ("inference", "training")
@@ -147,9 +147,11 @@ def engine_for(req: Request, model: Model, device) -> tuple[str, str]:
     """(engine name, note for the output): the named engine after checking it can run this model, mode
     and device, or the default (engines.default_engine) with the reason it was chosen."""
     if req.engine is None:
-        name = default_engine(model.family, req.mode, device.kind)
-        why = ("the default for LLM inference on a GPU" if name != "eager" else
-               "the default for training, non-LLM inference and CPUs")
+        name = default_engine(model.family, req.mode, device.kind, _gemm_dtype(req.dtype), device.vendor)
+        why = {"vllm": "the default for LLM inference on a GPU",
+               "tensorrt": "the default for INT8 or FP8 inference of a non-LLM on an NVIDIA GPU: eager PyTorch runs "
+                           "no quantized operator on a GPU"}.get(name, "the default for training, non-LLM inference "
+                                                                  "and CPUs")
     else:
         if not isinstance(req.engine, str):
             raise ConfigError(f"--engine must be a name, got {req.engine!r}"[:200])
@@ -212,6 +214,9 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
     cost = CostOptions(req.instance, req.site, req.pricing, req.utilization)
     if req.mode not in MODES:
         raise ConfigError(f"unknown mode '{req.mode}'; valid: {', '.join(MODES)}")
+    dtype, dtype_note = on_device(req.dtype or "bf16", device.peak_flop_per_s, device.id)
+    if dtype_note:
+        req = replace(req, dtype=dtype)
     engine, note = engine_for(req, model, device)
     target = target_of(req, ctx, engine)
     if req.mode == "inference":
@@ -223,7 +228,8 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
         micro = req.micro_batch or (req.batch if isinstance(req.batch, int) else 1)
         p = predict_training(target, model, par, micro, req.global_batch, req.seq_len, req.image_size, req.dtype,
                              req.recompute, req.train_tokens, cost, engine, req.mixed_precision, req.optimizer)
-    return _context_note(model, _engine_note(_scaleout_note(req, p), note))
+    p = _context_note(model, _engine_note(_scaleout_note(req, p), note))
+    return replace(p, notes=(*p.notes, dtype_note)) if dtype_note else p
 
 
 def _context_note(model: Model, p: Prediction) -> Prediction:

@@ -48,6 +48,10 @@ class Context:
     power: PowerModel
     profiles: Mapping = field(default_factory=dict)
     """Calibration profiles by device id (hardware_specs/calibration/)."""
+    cross_library: bool = True
+    """Whether an engine with no profile of its own libraries on a device may take another library's
+    (tier cross-library, Engine.libraries' second half); False: the datasheet tier with the engine's rules
+    (benchmarks/dev_validation.py --no-cross-library compares the two)."""
     _efficiency: dict = field(default_factory=dict, repr=False)
     _targets: dict = field(default_factory=dict, repr=False)
 
@@ -68,6 +72,8 @@ class Context:
         """The efficiency model of `device` for an engine's kernel libraries (Engine.libraries: own, other):
         its own profile, a transferred neighbour's, another library's, or datasheet; its tier decides the
         uncertainty band."""
+        if not self.cross_library and tiers is not None and len(tiers) == 2 and tiers[1]:
+            tiers = (tiers[0], ())
         key = (device.id, tiers)
         if key not in self._efficiency:
             from planner.hardware.profile_select import efficiency_for

@@ -42,6 +42,7 @@ from planner.serve.policies import Policy, describe, policy_for
 from planner.serve.sim import Run, simulate
 from planner.serve.steps import StepModel
 from planner.workload.graphs import context_note
+from planner.workload.quant import on_device
 from planner.workload.zoo import Model, resolve
 
 DEFAULT_REQUESTS = 1000
@@ -316,6 +317,9 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     elif load.range_ratio is not None:
         raise ConfigError("--range-ratio needs --client: which client's rule spreads the lengths")
     device = ctx.device(req.device)
+    dtype, dtype_note = on_device(req.dtype or "bf16", device.peak_flop_per_s, device.id)
+    if dtype_note:
+        req = replace(req, dtype=dtype)
     _, version = versions.split(req.engine)
     req = replace(req, engine=versions.split(req.engine)[0])
     engine, engine_note = engine_for(replace(req, mode="inference"), model, device)
@@ -352,7 +356,7 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     par = parallelism(req)
     copies = prefill_copies + decode_copies
     gpus = copies * par.tp * par.pp
-    notes = [engine_note, *run_notes]
+    notes = [engine_note, *run_notes, *([dtype_note] if dtype_note else [])]
     if named is not None:
         notes.append(f"scheduler: {named.describe()} on {device.id} (hardware_specs/serving/schedulers.json; "
                      f"--engine {engine}@VERSION for another of {', '.join(versions.known(engine))})")

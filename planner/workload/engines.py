@@ -357,11 +357,27 @@ def _versions(path: str) -> dict[str, tuple[str, ...]]:
                           f"({str(e).splitlines()[0][:80] if str(e) else 'malformed'})") from None
 
 
-def default_engine(family: str, mode: str, device_kind: str) -> str:
+QUANTIZED_DEFAULT = "tensorrt"
+"""The engine of INT8 or FP8 inference of a non-LLM on an NVIDIA GPU when none is named: eager PyTorch runs no
+quantized operator on a GPU ("Today, PyTorch supports the following backends for running quantized operators
+efficiently: x86 CPUs ..., ARM CPUs ..., (early prototype) support for NVidia GPU via TensorRT", pytorch.org/docs
+quantization.html, Backend/Hardware Support), so quantized vision and encoder models are served with TensorRT
+(NVIDIA's MLPerf Inference submissions for ResNet-50 and BERT)."""
+
+
+def default_engine(family: str, mode: str, device_kind: str, gemm: str | None = None,
+                   vendor: str | None = None) -> str:
     """The engine assumed when none is named: vllm for LLM (decoder) inference on GPUs, the most
-    deployed open serving engine; eager (plain PyTorch) for training, other inference and CPUs."""
-    if family == "decoder" and mode != "training" and device_kind == "gpu" and "vllm" in engines():
+    deployed open serving engine; TensorRT for INT8 or FP8 inference of any other model on an NVIDIA GPU
+    (`gemm`: the dtype its GEMMs run at; QUANTIZED_DEFAULT); eager (plain PyTorch) for training, other
+    inference and CPUs."""
+    table = engines()
+    if family == "decoder" and mode != "training" and device_kind == "gpu" and "vllm" in table:
         return "vllm"
+    if (family != "decoder" and mode != "training" and device_kind == "gpu" and gemm in ("int8", "fp8")
+            and (vendor or "").lower() == "nvidia" and QUANTIZED_DEFAULT in table
+            and family in table[QUANTIZED_DEFAULT].families):
+        return QUANTIZED_DEFAULT
     return "eager"
 
 

@@ -9,6 +9,8 @@ parameter: Workload, DeviceGraph, Request, the predictors):
                                         plain dtype)
     "weights=int4,kv=fp8"               an explicit composition on the bf16 base
     "w4a16,kv=fp8", "fp16,weights=int4" a base (recipe or plain dtype) with parts overridden
+    "quant=int8,compute=fp16"           a recipe whose 16-bit parts run at another 16-bit dtype (a GPU
+                                        without BF16: `on_device`)
 `precision(text)` parses any of them; `compose(dtype, quant, weights, activations, kv_cache)` builds
 one from the command-line flags; both return the canonical form (base first, then the overrides that
 differ from the base, in the order weights, activations, kv; a bf16 base is implied).
@@ -32,6 +34,13 @@ per element of a row of K; per-channel (weights) and per-token (activations) sca
 per row of the last dimension K (an nn.Linear weight is [out, in]: one fp32 scale per output channel
 is 32/in bits per element). A per-tensor scale is one fp32 number per tensor (4 bytes beside
 megabytes) and is not counted.
+
+`compute=` (last in the canonical form) moves every part at the base's compute dtype to another 16- or 32-bit
+dtype: the unquantized tensors, a 16-bit KV cache and the kernels that ran at it. A recipe written for BF16
+runs in FP16 on a GPU without BF16 (T4, V100), as TensorRT runs INT8 networks there (builder flags kINT8 +
+kFP16: FP16 where a layer has no INT8 kernel) and as vLLM asks for ("Bfloat16 is only supported on GPUs with
+compute capability of at least 8.0 ... You can use float16 instead ... --dtype=half", vllm/config.py
+_check_valid_dtype): `on_device` does it and says so.
 
 Overrides (`--weights`, `--activations`, `--kv-cache` on a base): a part given the base's own dtype
 keeps the base's scales; another dtype gets the default scales of recipes.json's "defaults" for that
@@ -356,6 +365,10 @@ def _split(text: str) -> tuple[str | None, dict[str, str]]:
                 raise ConfigError(f"'{shorten(text, 80)}' names two bases ('{base[1]}' and '{value}'): give one "
                                   "dtype or recipe, then weights=, activations=, kv= overrides")
             base = (key, value)
+        elif key == "compute":
+            if "compute" in parts:
+                raise ConfigError(f"'{shorten(text, 80)}' sets compute twice")
+            parts["compute"] = value
         elif key in KEYS:
             if KEYS[key] in parts:
                 raise ConfigError(f"'{shorten(text, 80)}' sets {KEYS[key]} twice")
@@ -434,7 +447,53 @@ def precision(name: str) -> Precision:
     if isinstance(name, str) and name.strip().lower() in DTYPES:
         return _plain(name)  # the common case reads no file
     base, parts = _split(name)
-    return _override(_base(base), parts)
+    compute = parts.pop("compute", None)
+    p = _override(_base(base), parts)
+    return p if compute is None else _recompute(p, compute)
+
+
+def _recompute(p: Precision, compute: str) -> Precision:
+    """`p` with `compute` in place of its compute dtype wherever it is used (the `compute=` key)."""
+    name = compute.strip().lower()
+    if name not in UNQUANTIZED:
+        raise UnknownNameError("compute dtype", compute, UNQUANTIZED)
+    if name == p.compute:
+        return p
+    if p.plain:
+        raise ConfigError(f"compute={name} re-types a quantization recipe; for a plain dtype give --dtype {name}")
+    swap = lambda d: name if d == p.compute else d  # noqa: E731
+    return replace(p, name=f"{p.name},compute={name}", weights=swap(p.weights), activations=swap(p.activations),
+                   kv_cache=swap(p.kv_cache), compute=name, gemm=swap(p.gemm), attention=swap(p.attention))
+
+
+def on_device(name: str, peaks, device: str = "this device") -> tuple[str, str | None]:
+    """(the precision string a device runs `name` at, a note or None). `peaks`: the dtypes the device has a
+    peak for. A quantization recipe whose 16-bit parts are BF16 runs them in FP16 on a device without BF16
+    (the module docstring: TensorRT and vLLM both do); a recipe whose GEMMs then run at a dtype the device has
+    no peak for is refused (UnsupportedError naming the recipes it runs); anything else is returned as it is
+    (a plain `--dtype bf16` on such a device stays an error: the user named the dtype)."""
+    from planner.errors import UnsupportedError
+
+    def runs(p: Precision) -> Precision:
+        if p.compute == "bf16" and "bf16" not in peaks and "fp16" in peaks:
+            return _recompute(p, "fp16")
+        return p
+
+    p = precision(name)
+    if p.plain:
+        return name, None
+    q = runs(p)
+    if q.gemm not in peaks or q.compute not in peaks:
+        usable = [r for r, recipe in load_recipes().recipes.items()
+                  if runs(recipe).gemm in peaks and runs(recipe).compute in peaks]
+        missing = q.gemm if q.gemm not in peaks else q.compute
+        raise UnsupportedError(f"'{device}' runs no {missing} kernels (no {missing} peak in the catalog), so not "
+                               f"recipe '{p.name}'; recipes it runs: {', '.join(usable) or 'none'}; dtypes with a "
+                               f"peak: {', '.join(peaks)}")
+    if q is p:
+        return name, None
+    return q.name, (f"no BF16 on this device: the recipe's 16-bit parts run in FP16, as TensorRT (INT8 with FP16 "
+                    f"fallback) and vLLM (--dtype half) run them on GPUs before Ampere: {q.name}")
 
 
 def compose(dtype: str | None = "bf16", quant: str | None = None, weights: str | None = None,

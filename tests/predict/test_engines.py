@@ -165,3 +165,21 @@ def test_a_host_bound_compiled_step_pays_each_launch_at_the_measured_host_cost()
     stage = stage_times(dg, device, eff, ctx.power)[0]
     assert stage.time_s == pytest.approx(248 * 24.9e-6)
     assert stage.time_s - stage.bound_s["launch"] < 0.3 * stage.time_s
+
+
+def test_int8_inference_of_a_non_llm_on_an_nvidia_gpu_defaults_to_tensorrt_and_answers_on_a_t4():
+    # eager PyTorch runs no quantized operator on a GPU: INT8 / FP8 vision and encoder inference defaults to
+    # TensorRT on NVIDIA GPUs; an LLM still defaults to vLLM, a bf16 CNN to eager, a CPU to eager
+    from planner.predict import Request, predict
+    from planner.workload.engines import default_engine
+
+    assert default_engine("vision", "inference", "gpu", "int8", "nvidia") == "tensorrt"
+    assert default_engine("encoder", "inference", "gpu", "fp8", "NVIDIA") == "tensorrt"
+    assert default_engine("vision", "inference", "gpu", "bf16", "nvidia") == "eager"
+    assert default_engine("vision", "inference", "gpu", "int8", "amd") == "eager"
+    assert default_engine("vision", "training", "gpu", "int8", "nvidia") == "eager"
+    assert default_engine("decoder", "inference", "gpu", "int8", "nvidia") == "vllm"
+    p = predict(Request("resnet50", "t4", batch=8, dtype="quant=int8"))
+    assert p.engine == "tensorrt" and p.dtype == "quant=int8,compute=fp16"
+    assert any("no BF16 on this device" in n for n in p.notes)
+    assert any("default for INT8 or FP8 inference of a non-LLM" in n for n in p.notes)

@@ -287,3 +287,32 @@ def test_a_recipes_file_elsewhere_is_checked(tmp_path, monkeypatch):
         load_recipes()
     # plain dtypes need no recipes file
     assert precision("fp16").plain
+
+
+def test_compute_moves_every_part_at_the_recipes_16_bit_dtype():
+    # quant=int8 (W8A8, BF16 everywhere else): compute=fp16 moves the unquantized tensors, the 16-bit KV cache and
+    # attention to FP16 and leaves the INT8 weights, activations and GEMMs alone
+    p = precision("quant=int8,compute=fp16")
+    assert (p.weights, p.activations, p.gemm) == ("int8", "int8", "int8")
+    assert (p.compute, p.kv_cache, p.attention) == ("fp16", "fp16", "fp16")
+    assert p.name == "quant=int8,compute=fp16" and precision(p.name) == p
+    # w4a16: weight-only, its GEMMs ran at the compute dtype and move with it
+    assert precision("w4a16,compute=fp16").gemm == "fp16"
+    with pytest.raises(ConfigError, match="plain dtype"):
+        precision("bf16,compute=fp16")
+    with pytest.raises(UnknownNameError, match="compute dtype"):
+        precision("quant=int8,compute=int8")
+
+
+def test_on_device_runs_a_bf16_recipe_in_fp16_where_there_is_no_bf16_and_refuses_what_no_kernel_runs():
+    from planner.errors import UnsupportedError
+    from planner.workload.quant import on_device
+
+    t4 = ("fp64", "fp32", "fp16", "int8")  # T4's datasheet peaks: no BF16, no FP8
+    name, note = on_device("quant=int8", t4, "t4")
+    assert name == "quant=int8,compute=fp16" and "FP16" in note
+    assert on_device("quant=int8", ("bf16", "fp16", "int8", "fp8")) == ("quant=int8", None)
+    assert on_device("bf16", t4) == ("bf16", None)  # a plain dtype the user named is not re-typed
+    with pytest.raises(UnsupportedError, match=r"runs no fp8 kernels .* recipes it runs: int8") as info:
+        on_device("quant=fp8", t4, "t4")
+    assert "\n" not in str(info.value) and "nvfp4" not in str(info.value).split("recipes it runs:")[1]
