@@ -121,7 +121,8 @@ class NotExpressed(Exception):
 MODELS = (  # (pattern on the model column, zoo id, note)
     (r"^ResNet-50 v1\.5$|^resnet50$", "resnet50", None),
     (r"^vit_base_patch16_224$", "vit-b-16", None),
-    (r"^BERT-large", "bert-large", None),
+    (r"(?i)^BERT-large", "bert-large", None),
+    (r"(?i)^BERT-base", "bert-base", None),
     (r"^Llama-2-7B", "llama-2-7b", None),
     (r"^Llama-2-13B", "llama-2-13b", None),
     (r"^Llama-2-70B", "llama-2-70b", None),
@@ -423,8 +424,13 @@ def model_fields(row: dict, mode: str) -> tuple[dict, list, str, str, str | None
     device, gpu, device_note = device_of(row["hardware"])
     dtype, dtype_note = dtype_of(row["precision"])
     layout = parallel_layout(row, mode)
+    engine = engine_of(row)
+    if engine == "tensorrt" and re.fullmatch(r"(?i)\s*(INT8|FP8)\b.*", row["precision"]):
+        # TensorRT quantizes a layer's weights and inputs together (Q/DQ pairs: W8A8), not the weights alone
+        dtype = "quant=" + re.match(r"(?i)\s*(INT8|FP8)", row["precision"]).group(1).lower()
+        dtype_note = f"TensorRT {dtype[6:].upper()} as recipe {dtype} (weights and GEMM inputs quantized)"
     notes = [n for n in (model_note, device_note, dtype_note) if n]
-    fields = {"model": model, "device": device, "mode": mode, "dtype": dtype, "engine": engine_of(row), **layout}
+    fields = {"model": model, "device": device, "mode": mode, "dtype": dtype, "engine": engine, **layout}
     if limit := power_limit_of(row["hardware"]):
         fields["power_limit_w"] = limit
         notes.append(f"stated power limit {limit:g} W as --power-limit-w")
@@ -475,8 +481,11 @@ def plan_model(row: dict) -> Plan:
             fields["image_size"] = integer(row, "image_size", "image size")
         else:
             fields["seq_len"] = integer(row, "input_len", "sequence length")
-        if metric not in ("images_per_s", "sequences_per_s", "ms_per_pipeline_call"):
+        if metric not in ("images_per_s", "sequences_per_s", "ms_per_pipeline_call", "samples_per_s_total",
+                          "latency_p90_ms", "latency_p95_ms"):
             raise NotExpressed(f"metric not produced: {metric} for a forward pass")
+        if metric in ("latency_p90_ms", "latency_p95_ms"):
+            notes.append(f"{metric[8:11]} latency read as the latency of one forward pass at the row's batch")
     else:
         output_len = integer(row, "output_len", "output length")
         if "intercept" in row["scenario"]:
@@ -624,7 +633,8 @@ def predict_model(plan: Plan, metric: str, ctx, cache: dict) -> tuple[float, dic
                  "sequences_per_s_total": lambda: m["samples_per_s"]}[metric]()
     elif "input_len" not in fields:
         # a forward pass: samples per s; a diffusion pipeline call (ms_per_pipeline_call): its latency
-        value = m["latency_s"] * 1e3 if metric == "ms_per_pipeline_call" else m["throughput_samples_per_s"]
+        value = m["latency_s"] * 1e3 if metric in ("ms_per_pipeline_call", "latency_p90_ms", "latency_p95_ms") \
+            else m["throughput_samples_per_s"]
     else:
         batch, tokens_in, tokens_out = m["batch"], m["input_len"], m["output_len"]
         replicas = p.parallelism.dp

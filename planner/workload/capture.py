@@ -28,13 +28,17 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.module_tracker import ModuleTracker
 
 from planner.workload.meta_ops import elementwise_result
-from planner.workload.quant import Precision
+from planner.workload.quant import ELEMENT_BITS, Precision
 
 PHASES = ("forward", "backward", "optimizer")
 GEMM_OPERANDS = {"aten.mm": ("self", "mat2"), "aten.addmm": ("mat1", "mat2"), "aten.bmm": ("self", "mat2"),
                  "aten.baddbmm": ("batch1", "batch2"), "aten.matmul": ("self", "other"),
-                 "aten.linear": ("input", "weight")}
-"""The two matrix operands of each GEMM op: a quantized weight in one makes the other a quantized input."""
+                 "aten.linear": ("input", "weight"), "aten.convolution": ("input", "weight")}
+"""The two matrix operands of each GEMM op (a convolution is an implicit GEMM): a quantized weight in one makes the
+other a quantized input."""
+STATIC_INPUT = frozenset({"aten.convolution"})
+"""Ops whose quantized input has one static scale per tensor (TensorRT's calibrated conv inputs: recipes.json
+`convolutions`): no scale bits, no amax pass."""
 QUANTIZE_OP = "quant.quantize.default"
 """The synthetic record of a dynamic activation-quantization kernel (see _Recorder.quantized)."""
 QUANTIZE_PACKET = QUANTIZE_OP.rsplit(".", 1)[0]
@@ -193,7 +197,8 @@ class _Recorder(TorchDispatchMode):
         for w in weights:
             sid = _storage_id(w)
             self._weights.add(sid)
-            self._role_bits[sid] = p.weight_bits(w.shape[-1])
+            # per-channel scales over one output channel's elements: a Linear's row [in], a conv's [C/g, R, S]
+            self._role_bits[sid] = p.weight_bits(w.shape[-1] if w.dim() <= 2 else w[0].numel())
         if p.quantizes_kv:
             for t in kv_cache:
                 self._role_bits[_storage_id(t)] = p.kv_bits(t.shape[-1])
@@ -249,22 +254,25 @@ class _Recorder(TorchDispatchMode):
                                      phase=self.current_phase(), args=tuple((k, self._value(v)) for k, v in args),
                                      outputs=tuple(self._meta(o) for o in outputs), mutates=(), is_view=False))
 
-    def quantized(self, x: torch.Tensor) -> torch.Tensor:
+    def quantized(self, x: torch.Tensor, static: bool = False) -> torch.Tensor:
         """The quantized copy of GEMM input `x` under an activation-quantizing recipe (W8A8, FP4): the
         first time, a `quant.quantize` record reads `x` at the compute width and writes the copy at the
         activation width with its scales, a kernel of its own unless an engine fuses it. The GEMM then
-        reads the copy."""
+        reads the copy. `static`: one calibrated scale for the tensor (a convolution's input, STATIC_INPUT):
+        the copy is at the bare activation width."""
         key = (_storage_id(x), x.storage_offset(), tuple(x.shape), tuple(x.stride()))
         hit = self._quantized.get(key)
         if hit is not None:
             return hit[1]
         q = torch.empty(x.shape, dtype=x.dtype, device=x.device)  # not recorded: the mode is off in here
         p = self._precision
-        self._role_bits[_storage_id(q)] = p.activation_bits(x.shape[-1] if x.dim() else 1)
+        self._role_bits[_storage_id(q)] = (ELEMENT_BITS[p.activations] if static
+                                           else p.activation_bits(x.shape[-1] if x.dim() else 1))
         self._quantized[key] = (x, q)
         self.records.append(OpRecord(op=QUANTIZE_OP, packet=QUANTIZE_PACKET, module=self._module(),
                                      phase=self.current_phase(),
-                                     args=(("input", self._meta(x)), ("dynamic", p.activation_scales.dynamic)),
+                                     args=(("input", self._meta(x)),
+                                           ("dynamic", p.activation_scales.dynamic and not static)),
                                      outputs=(self._meta(q),), mutates=(), is_view=False))
         return q
 
@@ -282,7 +290,7 @@ class _Recorder(TorchDispatchMode):
         (name, x), = [(k, v) for k, v in found.items() if k != weight[0]]
         if x.dtype != self._capture_dtype or _storage_id(x) in self._role_bits:
             return values
-        q = self.quantized(x)
+        q = self.quantized(x, static=packet in STATIC_INPUT)
         return [(k, q if k == name else v) for k, v in values]
 
     def _forget(self, values: list, mutates: tuple[str, ...]) -> None:

@@ -133,6 +133,9 @@ class Precision:
     modules: tuple[str, ...] = ()
     """fnmatch patterns of module names: when set, only the Linear weights of matching modules are
     quantized (gpt-oss's native checkpoint: MXFP4 experts, 16-bit attention)."""
+    convolutions: bool = False
+    """Convolution weights and inputs are quantized too (TensorRT's INT8 and FP8: per-channel weights, a static
+    per-tensor input scale); False: only Linear layers (the LLM recipes)."""
 
     @property
     def bits(self) -> int:
@@ -265,9 +268,13 @@ def _load(path: str, version: tuple[int, int]) -> Recipes:
         only = entry.get("quantized_modules", [])
         if not isinstance(only, list) or not all(isinstance(m, str) and 0 < len(m) <= 200 for m in only) or len(only) > 64:
             raise ConfigError(f"{where}: {at}.quantized_modules must be a list of module-name patterns")
+        conv = entry.get("convolutions", {"value": False, "source": "-"})
+        if not isinstance(conv, dict) or not isinstance(conv.get("value"), bool):
+            raise ConfigError(f"{where}: {at}.convolutions must be {{value: true or false, source}}")
+        _source(conv, where, f"{at}.convolutions")
         recipes[name] = Precision(_token(name), parts["weights"][0], parts["activations"][0], parts["kv_cache"][0],
                                   compute, gemm, attention, parts["weights"][1], parts["activations"][1],
-                                  parts["kv_cache"][1], recipe=name, modules=tuple(only))
+                                  parts["kv_cache"][1], recipe=name, modules=tuple(only), convolutions=conv["value"])
     if not recipes:
         raise ConfigError(f"{where}: no recipes")
     return Recipes(recipes, defaults, tuple(patterns), path)
@@ -532,14 +539,16 @@ def describe(name: str) -> str:
 
 
 def quantized_weights(module: torch.nn.Module, p: Precision) -> tuple[torch.nn.Parameter, ...]:
-    """The parameters stored at the weight dtype under `p`: the `weight` of every nn.Linear whose name no
-    `unquantized_modules` pattern matches (none for a precision that leaves weights alone)."""
+    """The parameters stored at the weight dtype under `p`: the `weight` of every nn.Linear (and of every
+    convolution where `p.convolutions`) whose name no `unquantized_modules` pattern matches (none for a
+    precision that leaves weights alone)."""
     if not p.quantizes_weights:
         return ()
     patterns = load_recipes().unquantized_modules
+    kinds = (torch.nn.Linear, torch.nn.modules.conv._ConvNd) if p.convolutions else (torch.nn.Linear,)
     found, seen = [], set()
     for name, sub in module.named_modules():
-        if (isinstance(sub, torch.nn.Linear) and id(sub.weight) not in seen
+        if (isinstance(sub, kinds) and id(sub.weight) not in seen
                 and not any(fnmatch.fnmatchcase(name, pat) for pat in patterns)
                 and (not p.modules or any(fnmatch.fnmatchcase(name, pat) for pat in p.modules))):
             seen.add(id(sub.weight))

@@ -316,3 +316,34 @@ def test_on_device_runs_a_bf16_recipe_in_fp16_where_there_is_no_bf16_and_refuses
     with pytest.raises(UnsupportedError, match=r"runs no fp8 kernels .* recipes it runs: int8") as info:
         on_device("quant=fp8", t4, "t4")
     assert "\n" not in str(info.value) and "nvfp4" not in str(info.value).split("recipes it runs:")[1]
+
+
+def _conv_7x7():
+    # one nn.Conv2d(3 -> 64, 7x7, stride 2, padding 3), no bias, on x [2, 3, 224, 224] bf16: ResNet-50's stem
+    return nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), (torch.randn(2, 3, 224, 224, dtype=torch.bfloat16),)
+
+
+CONV = Model("conv-7x7", "custom", None, "tests", _conv_7x7)
+
+
+def test_int8_quantizes_a_convolution_per_channel_with_a_static_per_tensor_input():
+    # TensorRT's INT8 (recipes.json int8 `convolutions`): the weight [64, 3, 7, 7] is stored at 8 bits plus one fp32
+    # scale per output channel over its 3 x 7 x 7 = 147 elements: 8 + 32/147 bits each; the input [2, 3, 224, 224]
+    # gets one static scale: a quantize kernel reads it at 16 bits and writes it at 8, no scale bits, not dynamic
+    ops = _ops(CONV, Workload("inference", 2, image_size=224, dtype="quant=int8"))
+    quantize = [op for op in ops if op.record.packet == "quant.quantize"]
+    conv = [op for op in ops if op.record.packet == "aten.convolution"]
+    assert len(quantize) == 1 and len(conv) == 1
+    x = 2 * 3 * 224 * 224
+    assert quantize[0].cost.bytes_read == x * 2 and quantize[0].cost.bytes_written == x * 1
+    assert quantize[0].record.arg("dynamic") is False
+    weight = conv[0].record.arg("weight")
+    assert weight.bits == pytest.approx(8 + 32 / 147)
+    assert conv[0].record.arg("input").bits == 8
+    from planner.predict.roofline import op_dtype
+
+    assert op_dtype(conv[0].record, "quant=int8") == "int8"  # it runs at the device's INT8 peak
+    # a recipe without `convolutions` (w4a16: Linear weights only) leaves the conv at the compute dtype
+    plain = [op for op in _ops(CONV, Workload("inference", 2, image_size=224, dtype="w4a16"))
+             if op.record.packet == "aten.convolution"]
+    assert plain[0].record.arg("weight").bits == 16 and plain[0].record.arg("input").bits == 16
