@@ -214,9 +214,7 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
     cost = CostOptions(req.instance, req.site, req.pricing, req.utilization)
     if req.mode not in MODES:
         raise ConfigError(f"unknown mode '{req.mode}'; valid: {', '.join(MODES)}")
-    dtype, dtype_note = on_device(req.dtype or "bf16", device.peak_flop_per_s, device.id)
-    if dtype_note:
-        req = replace(req, dtype=dtype)
+    req, dtype_note = on_device_request(req, device)
     engine, note = engine_for(req, model, device)
     target = target_of(req, ctx, engine)
     if req.mode == "inference":
@@ -230,6 +228,13 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
                              req.recompute, req.train_tokens, cost, engine, req.mixed_precision, req.optimizer)
     p = _context_note(model, _engine_note(_scaleout_note(req, p), note))
     return replace(p, notes=(*p.notes, dtype_note)) if dtype_note else p
+
+
+def on_device_request(req: Request, device) -> tuple[Request, str | None]:
+    """`req` with its precision as `device` runs it (planner/workload/quant.py on_device: a recipe's BF16 parts in
+    FP16 on a GPU without BF16; a recipe no kernel there runs is refused), and the note saying so or None."""
+    dtype, note = on_device(req.dtype or "bf16", device.peak_flop_per_s, device.id)
+    return (replace(req, dtype=dtype) if note else req), note
 
 
 def _context_note(model: Model, p: Prediction) -> Prediction:
@@ -476,6 +481,7 @@ def _fits(req: Request, ctx: Context, model: Model) -> bool | None:
     try:
         _check_numbers(req)
         device = ctx.device(req.device)
+        req, _ = on_device_request(req, device)
         engine, _ = engine_for(req, model, device)
         return llm_fits(target_of(req, ctx, engine), model, parallelism(req), req.batch, req.input_len or req.seq_len,
                         req.output_len, req.dtype, engine)
@@ -518,6 +524,7 @@ def op_rows(req: Request, ctx: Context | None = None, model: Model | None = None
     model = model or resolve(req.model)
     par = parallelism(req)
     batch = req.batch if isinstance(req.batch, int) else 1
+    req, _ = on_device_request(req, ctx.device(req.device))
     engine = engine_for(req, model, ctx.device(req.device))[0]
     target = target_of(req, ctx, engine)
     graphs = {}

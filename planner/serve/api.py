@@ -29,7 +29,7 @@ import numpy as np
 
 from planner.errors import ConfigError
 from planner.files import finite
-from planner.predict.api import Request, engine_for, parallelism, target_of
+from planner.predict.api import Request, engine_for, on_device_request, parallelism, target_of
 from planner.predict.context import Context, default_context
 from planner.predict.inference import prompt_len
 from planner.predict.prediction import CostOptions, price
@@ -42,7 +42,6 @@ from planner.serve.policies import Policy, describe, policy_for
 from planner.serve.sim import Run, simulate
 from planner.serve.steps import StepModel
 from planner.workload.graphs import context_note
-from planner.workload.quant import on_device
 from planner.workload.zoo import Model, resolve
 
 DEFAULT_REQUESTS = 1000
@@ -317,9 +316,7 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     elif load.range_ratio is not None:
         raise ConfigError("--range-ratio needs --client: which client's rule spreads the lengths")
     device = ctx.device(req.device)
-    dtype, dtype_note = on_device(req.dtype or "bf16", device.peak_flop_per_s, device.id)
-    if dtype_note:
-        req = replace(req, dtype=dtype)
+    req, dtype_note = on_device_request(req, device)
     _, version = versions.split(req.engine)
     req = replace(req, engine=versions.split(req.engine)[0])
     engine, engine_note = engine_for(replace(req, mode="inference"), model, device)

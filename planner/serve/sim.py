@@ -169,17 +169,25 @@ class _Loop:
             self.held_steps = 0
             return False
         budget = policy.token_budget - decodes
-        tokens, seats = decodes, policy.max_seqs - len(self.running)
+        tokens, seats, contexts = decodes, policy.max_seqs - len(self.running), len(self.prefilling)
         for rid in self.prefilling:
             tokens += self.inp[rid]
             budget -= self.target[rid] - self.done[rid]
+        free = self.total - self.used
         for rid in self.waiting:
             left = self.target[rid] - self.done[rid]
             if budget <= 0 or seats <= 0 or (left > budget and not policy.chunked):
                 break
+            need = self._kv_needed(rid, self.prior[rid] + min(left, budget))
+            if need > free:
+                break
             tokens += self.inp[rid]
             budget -= left
             seats -= 1
+            free -= need
+            contexts += 1
+        if not contexts:  # nothing the scheduler would schedule: TensorRT-LLM does not call its wait (nor count)
+            return False
         if self.held_steps >= policy.batch_wait_iters or tokens >= policy.batch_wait_tokens_ratio * policy.token_budget:
             self.held_steps = 0
             return False
@@ -433,7 +441,10 @@ class _Loop:
         self.g += k
         self.context_sum += batch * k
         self._finish_decodes(end)
-        self.recv_weight += k
+        n = self.policy.recv_interval
+        # SGLang's counter runs on through the stretch, taking (nothing) and restarting each time it reaches n:
+        # its phase after k steps is (w + k) mod n, n when a take is due at the next step
+        self.recv_weight = (self.recv_weight + k - 1) % n + 1 if n > 1 else self.recv_weight + k
         self._record(end, batch * k, k)
         return True
 

@@ -28,7 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.module_tracker import ModuleTracker
 
 from planner.workload.meta_ops import elementwise_result
-from planner.workload.quant import ELEMENT_BITS, Precision
+from planner.workload.quant import ELEMENT_BITS, Precision, channel_elements
 
 PHASES = ("forward", "backward", "optimizer")
 GEMM_OPERANDS = {"aten.mm": ("self", "mat2"), "aten.addmm": ("mat1", "mat2"), "aten.bmm": ("self", "mat2"),
@@ -198,7 +198,7 @@ class _Recorder(TorchDispatchMode):
             sid = _storage_id(w)
             self._weights.add(sid)
             # per-channel scales over one output channel's elements: a Linear's row [in], a conv's [C/g, R, S]
-            self._role_bits[sid] = p.weight_bits(w.shape[-1] if w.dim() <= 2 else w[0].numel())
+            self._role_bits[sid] = p.weight_bits(channel_elements(w))
         if p.quantizes_kv:
             for t in kv_cache:
                 self._role_bits[_storage_id(t)] = p.kv_bits(t.shape[-1])
@@ -260,7 +260,7 @@ class _Recorder(TorchDispatchMode):
         activation width with its scales, a kernel of its own unless an engine fuses it. The GEMM then
         reads the copy. `static`: one calibrated scale for the tensor (a convolution's input, STATIC_INPUT):
         the copy is at the bare activation width."""
-        key = (_storage_id(x), x.storage_offset(), tuple(x.shape), tuple(x.stride()))
+        key = (_storage_id(x), x.storage_offset(), tuple(x.shape), tuple(x.stride()), static)
         hit = self._quantized.get(key)
         if hit is not None:
             return hit[1]

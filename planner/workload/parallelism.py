@@ -84,6 +84,10 @@ def validate(par: Parallelism, family: str, config) -> None:
             raise ConfigError(f"--ep {par.ep} needs a mixture-of-experts model; this one has no experts")
         if cfg.num_experts % par.ep:
             raise ConfigError(f"--ep {par.ep} does not divide the {cfg.num_experts} experts")
+        if 1 < par.ep < par.tp:
+            raise ConfigError(f"--ep {par.ep} below --tp {par.tp} (experts split over ep and each sliced over tp/ep, "
+                              "TensorRT-LLM's moe_tp_size) is not modelled: give --ep 1 (experts sliced over tp) or "
+                              f"--ep {par.tp} or more (whole experts)")
         if (par.tp * par.dp) % par.ep:
             raise ConfigError(f"--ep {par.ep} must divide tp·dp = {par.tp * par.dp} (experts are spread over "
                               "the tensor- and data-parallel ranks)")

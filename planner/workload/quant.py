@@ -496,7 +496,7 @@ def on_device(name: str, peaks, device: str = "this device") -> tuple[str, str |
         missing = q.gemm if q.gemm not in peaks else q.compute
         raise UnsupportedError(f"'{device}' runs no {missing} kernels (no {missing} peak in the catalog), so not "
                                f"recipe '{p.name}'; recipes it runs: {', '.join(usable) or 'none'}; dtypes with a "
-                               f"peak: {', '.join(peaks)}")
+                               f"peak: {', '.join(peaks) or 'none'}")
     if q is p:
         return name, None
     return q.name, (f"no BF16 on this device: the recipe's 16-bit parts run in FP16, as TensorRT (INT8 with FP16 "
@@ -522,12 +522,14 @@ def compose(dtype: str | None = "bf16", quant: str | None = None, weights: str |
         base, parts = ("quant", key), {}
     else:
         base, parts = _split(dtype if dtype is not None else "bf16")
+    compute = parts.pop("compute", None)
     for part, value in (("weights", weights), ("activations", activations), ("kv_cache", kv_cache)):
         if value is not None:
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"--{part.replace('_', '-')} needs a dtype")
             parts[part] = value
-    return _override(_base(base), parts).name
+    p = _override(_base(base), parts)
+    return (p if compute is None else _recompute(p, compute)).name
 
 
 def describe(name: str) -> str:
@@ -545,7 +547,8 @@ def quantized_weights(module: torch.nn.Module, p: Precision) -> tuple[torch.nn.P
     if not p.quantizes_weights:
         return ()
     patterns = load_recipes().unquantized_modules
-    kinds = (torch.nn.Linear, torch.nn.modules.conv._ConvNd) if p.convolutions else (torch.nn.Linear,)
+    # transposed convolutions ([C_in, C_out/g, ...] weights) are not among TensorRT's quantized conv layers here
+    kinds = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d) if p.convolutions else (torch.nn.Linear,)
     found, seen = [], set()
     for name, sub in module.named_modules():
         if (isinstance(sub, kinds) and id(sub.weight) not in seen
@@ -554,6 +557,11 @@ def quantized_weights(module: torch.nn.Module, p: Precision) -> tuple[torch.nn.P
             seen.add(id(sub.weight))
             found.append(sub.weight)
     return tuple(found)
+
+
+def channel_elements(weight: torch.Tensor) -> int:
+    """Elements one per-channel weight scale covers: a Linear row [in], a convolution's [C/g, R, S]."""
+    return int(weight.shape[-1]) if weight.dim() <= 2 else int(weight[0].numel())
 
 
 @lru_cache(maxsize=256)
@@ -578,7 +586,7 @@ def parameter_bits(model, config, folded: bool, name: str) -> tuple[float, float
             continue
         seen.add(id(param))
         if id(param) in quantized:
-            bits = p.weight_bits(param.shape[-1])
+            bits = p.weight_bits(channel_elements(param))
         elif param.is_floating_point():
             bits = p.bits
         else:

@@ -183,3 +183,10 @@ def test_int8_inference_of_a_non_llm_on_an_nvidia_gpu_defaults_to_tensorrt_and_a
     assert p.engine == "tensorrt" and p.dtype == "quant=int8,compute=fp16"
     assert any("no BF16 on this device" in n for n in p.notes)
     assert any("default for INT8 or FP8 inference of a non-LLM" in n for n in p.notes)
+
+
+def test_ops_on_a_t4_runs_the_recipe_as_predict_does():
+    from planner.predict.api import Request, op_rows
+
+    rows = op_rows(Request("resnet50", "t4", batch=8, dtype="quant=int8"))
+    assert rows["forward"]

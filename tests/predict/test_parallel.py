@@ -145,3 +145,9 @@ def test_expert_parallel_ranks_of_a_tp_group_run_only_their_experts_rows():
     across = device_graph(model, Workload("decode", 1, context_len=128, dtype="bf16"), Parallelism(tp=1, ep=2, dp=2))
     assert "expert-parallel all-to-all" not in layer_collectives(inside, 0)
     assert layer_collectives(across, 0)["expert-parallel all-to-all"] == 2 * 32
+
+
+def test_ep_between_1_and_tp_is_refused_naming_what_is_modelled():
+    mix = resolve("mixtral-8x7b")
+    with pytest.raises(ConfigError, match=r"--ep 2 below --tp 4 .* give --ep 1 .* or --ep 4 or more"):
+        validate(Parallelism(tp=4, ep=2), mix.family, mix.config)

@@ -239,3 +239,29 @@ def test_littles_law_and_closed_loop_throughput_hold_with_server_waits(steps, po
     requests = loads.Arrivals(np.zeros(200), np.full(200, PROMPT), np.full(200, OUTPUT))
     closed = summarize([_run(steps, policy, 4000, requests, clients=16)])
     assert closed.requests_per_s == pytest.approx(16 / closed.e2e_s.mean, rel=0.05)
+
+
+def test_sglang_recv_counter_keeps_its_phase_through_a_decode_stretch(steps):
+    # two closed-loop clients: A (512 + 2,000) and B (512 + 64) start together and share one prefill step (weight
+    # 1000: the counter restarts at the next take). B's 63 decode steps end its request; with N = 30 SGLang has
+    # taken (nothing) after steps 30 and 60, so its counter stands at 3 when C is sent, and C waits 27 more decode
+    # steps of A alone (contexts 575 .. 601) before its prefill step: TTFT_C = Σ d(575 + j), j < 27, + prefill.
+    # With N = 1, C is taken at once: TTFT_C = prefill.
+    prefill = steps.linear_s(PROMPT) + steps.attention_s(PROMPT)
+    requests = loads.Arrivals(np.zeros(3), np.full(3, PROMPT), np.array([LONG, OUTPUT, OUTPUT]))
+    for interval, waits in ((30, 27), (1, 0)):
+        run = _run(steps, Sglang(8192, 256, 16, recv_interval=interval), 10_000, requests, clients=2)
+        expected = sum(steps.decode(1, PROMPT + OUTPUT - 1 + j)[0] for j in range(waits)) + prefill
+        assert run.first_token_s[2] - run.arrival_s[2] == pytest.approx(expected, rel=1e-9)
+
+
+def test_trtllm_batch_wait_counts_only_steps_that_held_a_schedulable_prompt(steps):
+    # max_seqs 2: A (long) and B (64 tokens) run, C waits for a seat from time 0. TensorRT-LLM waits only when its
+    # scheduler scheduled context requests, so no step counts while C has no seat; once B finishes, C is held the
+    # full T = 10 decode steps of A, then prefilled in a mixed step with A's decode
+    requests = loads.Arrivals(np.zeros(3), np.full(3, PROMPT), np.array([LONG, OUTPUT, OUTPUT]))
+    run = _run(steps, Trtllm(8192, 2, 16, batch_wait_iters=10, batch_wait_tokens_ratio=0.9), 10_000, requests)
+    context = PROMPT + OUTPUT - 1  # A's context at the first step after B's last
+    held = sum(steps.decode(1, context + j)[0] for j in range(10))
+    mixed = steps.step([(PROMPT, 0)], 1, context + 10)[0]
+    assert run.first_token_s[2] - run.finish_s[1] == pytest.approx(held + mixed, rel=1e-9)

@@ -347,3 +347,20 @@ def test_int8_quantizes_a_convolution_per_channel_with_a_static_per_tensor_input
     plain = [op for op in _ops(CONV, Workload("inference", 2, image_size=224, dtype="w4a16"))
              if op.record.packet == "aten.convolution"]
     assert plain[0].record.arg("weight").bits == 16 and plain[0].record.arg("input").bits == 16
+
+
+def test_quantized_conv_weights_take_one_scale_per_output_channel_in_memory_too():
+    # parameter_bits (weight memory) uses the capture's rule: a conv weight [64, 3, 7, 7] has one fp32 scale per
+    # output channel over 3 x 7 x 7 = 147 elements: 8 + 32/147 bits each (not 32/7 per element of the last dim)
+    from planner.workload.quant import channel_elements, parameter_bits
+
+    assert channel_elements(torch.empty(64, 3, 7, 7, device="meta")) == 147
+    assert channel_elements(torch.empty(4096, 1024, device="meta")) == 1024
+    _, outside = parameter_bits(CONV, None, False, "quant=int8")
+    assert outside == pytest.approx(8 + 32 / 147)
+
+
+def test_compose_takes_a_compute_override_with_other_flags():
+    # what on_device writes ("quant=int8,compute=fp16") can come back as a --configs dtype with other parts
+    assert compose("quant=int8,compute=fp16", kv_cache="fp8") == "quant=int8,kv=fp8,compute=fp16"
+    assert precision("quant=int8,kv=fp8,compute=fp16").kv_cache == "fp8"
