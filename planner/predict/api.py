@@ -216,6 +216,7 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
         raise ConfigError(f"unknown mode '{req.mode}'; valid: {', '.join(MODES)}")
     req, dtype_note = on_device_request(req, device)
     engine, note = engine_for(req, model, device)
+    _check_quantized_convolutions(req, model, device, engine)
     target = target_of(req, ctx, engine)
     if req.mode == "inference":
         p = predict_inference(target, model, par, req.batch, req.input_len, req.output_len, req.seq_len,
@@ -228,6 +229,30 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
                              req.recompute, req.train_tokens, cost, engine, req.mixed_precision, req.optimizer)
     p = _context_note(model, _engine_note(_scaleout_note(req, p), note))
     return replace(p, notes=(*p.notes, dtype_note)) if dtype_note else p
+
+
+def _check_quantized_convolutions(req: Request, model: Model, device, engine: str) -> None:
+    """Refuse (one line) a recipe that quantizes convolutions (recipes.json `convolutions`) on eager PyTorch on a
+    GPU: PyTorch has no INT8 or FP8 convolution there (its quantization backends are x86 and ARM CPUs; "(early
+    prototype) support for NVidia GPU via TensorRT", pytorch.org/docs quantization.html); TensorRT runs them on
+    NVIDIA GPUs, and no engine planner models does on other GPUs."""
+    from planner.workload.quant import precision
+
+    if engine != "eager" or device.kind != "gpu" or model.family == "decoder" or req.mode == "training":
+        return
+    p = precision(req.dtype or "bf16")
+    if not p.convolutions:
+        return
+    import torch
+
+    with torch.device("meta"):
+        module = model.build()
+    module = module[0] if isinstance(module, tuple) else module
+    if not any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in module.modules()):
+        return
+    valid = "--engine tensorrt" if (device.vendor or "").lower() == "nvidia" else "--dtype bf16 or fp16"
+    raise ConfigError(f"eager PyTorch runs no {p.gemm.upper()} convolution on a GPU, so not {model.name} at {p.name} "
+                      f"on {device.id}; valid: {valid}")
 
 
 def on_device_request(req: Request, device) -> tuple[Request, str | None]:

@@ -190,3 +190,18 @@ def test_ops_on_a_t4_runs_the_recipe_as_predict_does():
 
     rows = op_rows(Request("resnet50", "t4", batch=8, dtype="quant=int8"))
     assert rows["forward"]
+
+
+def test_eager_runs_no_quantized_convolution_on_a_gpu_and_says_what_would():
+    # PyTorch has no INT8/FP8 convolution on a GPU: a recipe that quantizes ResNet-50's convolutions is refused
+    # under eager, naming TensorRT on an NVIDIA GPU and a 16-bit dtype elsewhere (no engine here runs them on AMD);
+    # a model without convolutions (BERT) keeps its INT8 GEMMs under eager
+    from planner.errors import ConfigError
+    from planner.predict import Request, predict
+
+    with pytest.raises(ConfigError, match=r"eager PyTorch runs no INT8 convolution on a GPU.*valid: --engine tensorrt"):
+        predict(Request("resnet50", "h100-sxm", batch=8, dtype="quant=int8", engine="eager"))
+    with pytest.raises(ConfigError, match=r"no FP8 convolution.*on mi300x; valid: --dtype bf16 or fp16"):
+        predict(Request("resnet50", "mi300x", batch=8, dtype="quant=fp8"))
+    assert predict(Request("bert-base", "h100-sxm", batch=8, seq_len=128, dtype="quant=int8", engine="eager")).engine \
+        == "eager"
