@@ -229,20 +229,20 @@ def case_of(row: dict, ctx) -> Case:
     if not readings:
         raise NotExpressed("no TTFT, TPOT, ITL or output throughput measured")
     ep = _int(row, "ep") or 1
-    launched = dict(part.split("=", 1) for part in row.get("engine_args", "").split(";") if "=" in part)
+    scheduling = Scheduling()
     if SERVER_ARGS and not PLAIN:
+        launched = dict(part.split("=", 1) for part in row.get("engine_args", "").split(";") if "=" in part)
         if launched.get("attention_dp") == "true":
             raise NotExpressed("attention data-parallel across the TP ranks (DP attention)")
         ep = int(launched.get("ep", ep))  # the EP the server ran with where the script chose it itself
+        scheduling = scheduling_of(launched)
     request = Request(model=model, device=row["device"], gpus=gpus, tp=tp, ep=ep, input_len=input_len,
                       output_len=output_len, dtype=dtype, engine=engine)
-    scheduling = scheduling_of(row.get("engine_args", "")) if SERVER_ARGS and not PLAIN else Scheduling()
     return Case(request, load, scheduling, client or "", tuple(readings))
 
 
-def scheduling_of(text: str) -> Scheduling:
-    """The Scheduling overrides of an engine_args cell ("key=value;key=value", SERVER keys; others ignored)."""
-    pairs = dict(part.split("=", 1) for part in text.split(";") if "=" in part)
+def scheduling_of(pairs: dict[str, str]) -> Scheduling:
+    """The Scheduling overrides of an engine_args cell's key=value pairs (SERVER keys; others ignored)."""
     given = {SERVER[k][0]: SERVER[k][1](v) for k, v in pairs.items() if k in SERVER}
     if "max_prefill_tokens" in pairs and "max_num_batched_tokens" in given:
         given["max_num_batched_tokens"] = min(given["max_num_batched_tokens"], int(pairs["max_prefill_tokens"]))

@@ -22,7 +22,7 @@ from planner.predict.training import predict_training
 from planner.workload.engines import check_engine, default_engine, get_engine
 from planner.workload.graphs import context_note
 from planner.workload.parallelism import Parallelism
-from planner.workload.quant import compose, on_device
+from planner.workload.quant import compose, on_device, precision, quantized_weights
 from planner.workload.zoo import Model, resolve
 
 MODES = ("inference", "training")
@@ -125,8 +125,6 @@ def _power_limit_w(value, device, ctx: Context) -> float:
 
 def _gemm_dtype(dtype: str | None) -> str | None:
     """The dtype a workload's GEMMs run at (its precision's `gemm`), None when the name is not one."""
-    from planner.workload.quant import precision
-
     try:
         return precision(dtype or "bf16").gemm
     except PlannerError:
@@ -236,8 +234,6 @@ def _check_quantized_convolutions(req: Request, model: Model, device, engine: st
     GPU: PyTorch has no INT8 or FP8 convolution there (its quantization backends are x86 and ARM CPUs; "(early
     prototype) support for NVidia GPU via TensorRT", pytorch.org/docs quantization.html); TensorRT runs them on
     NVIDIA GPUs, and no engine planner models does on other GPUs."""
-    from planner.workload.quant import precision
-
     if engine != "eager" or device.kind != "gpu" or model.family == "decoder" or req.mode == "training":
         return
     p = precision(req.dtype or "bf16")
@@ -247,8 +243,7 @@ def _check_quantized_convolutions(req: Request, model: Model, device, engine: st
 
     with torch.device("meta"):
         module = model.build()
-    module = module[0] if isinstance(module, tuple) else module
-    if not any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in module.modules()):
+    if not any(w.dim() > 2 for w in quantized_weights(module, p)):  # no convolution weight the recipe quantizes
         return
     valid = "--engine tensorrt" if (device.vendor or "").lower() == "nvidia" else "--dtype bf16 or fp16"
     raise ConfigError(f"eager PyTorch runs no {p.gemm.upper()} convolution on a GPU, so not {model.name} at {p.name} "
@@ -549,8 +544,9 @@ def op_rows(req: Request, ctx: Context | None = None, model: Model | None = None
     model = model or resolve(req.model)
     par = parallelism(req)
     batch = req.batch if isinstance(req.batch, int) else 1
-    req, _ = on_device_request(req, ctx.device(req.device))
-    engine = engine_for(req, model, ctx.device(req.device))[0]
+    device = ctx.device(req.device)
+    req, _ = on_device_request(req, device)
+    engine = engine_for(req, model, device)[0]
     target = target_of(req, ctx, engine)
     graphs = {}
     if req.mode == "training":
