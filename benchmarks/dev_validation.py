@@ -210,8 +210,17 @@ ENGINES = (  # (pattern on framework_and_version, engine family)
 PLANNER_ENGINES = (  # (pattern on framework_and_version and notes, planner engine: hardware_specs/engines)
     (r"TensorRT-LLM", "trtllm"), (r"vLLM", "vllm"), (r"SGLang", "sglang"), (r"Megatron|NeMo", "megatron"),
     (r"TensorRT", "tensorrt"), (r"torch\.compile|inductor|gpt-fast|\bcompile", "compile"),
+    (r"MLPerf Training", "mlperf"),
 )
 """The engine each row ran, as planner names it; every other framework runs eager PyTorch kernels."""
+
+
+MLPERF_BERT_TOKENS = 254
+"""Real tokens per sequence of MLPerf Training BERT's phase-2 Wikipedia set, which NVIDIA's code packs (two
+sequences per 512-token row) or unpads: 512 - 4.04e10 padding tokens / 156,726,829 sequences = 254.2
+(mlcommons/training_results_v3.1@d06288b NVIDIA/benchmarks/bert/implementations/pytorch/input_preprocessing/
+packed_data/README.md: 'original 156726829', 'Original dataset used 4.04e+10 padding tokens'). GEMMs and
+LayerNorms then run on the real tokens (99.3% of a packed row) and attention per sequence over its own."""
 
 
 def engine_of(row: dict) -> str:
@@ -410,6 +419,8 @@ def mixed_precision_of(row: dict) -> tuple[str, str]:
     the precision column's AMP is torch.autocast (or APEX AMP) over fp32 weights; torchtitan and FSDP
     keep fp32 sharded parameters and compute on 16-bit copies (FSDP MixedPrecision), as "master"."""
     framework = row["framework_and_version"]
+    if engine_of(row) == "mlperf":
+        return "auto", ""  # the engine's: FP16 weights with an FP32 master copy (hardware_specs/engines/mlperf.json)
     if "AMP" in row["precision"]:
         return "amp", "mixed precision amp (the row says AMP)"
     if "torchtitan" in framework or "FSDP" in framework:
@@ -464,6 +475,10 @@ def plan_model(row: dict) -> Plan:
             fields["image_size"] = integer(row, "image_size", "image size")
         else:
             fields["seq_len"] = integer(row, "input_len", "sequence length")
+            if engine_of(row) == "mlperf" and re.search(r"packed sequences|unpad", row["notes"]):
+                fields["seq_len"] = MLPERF_BERT_TOKENS
+                notes.append(f"packed / unpadded sequences: {MLPERF_BERT_TOKENS} real tokens per sequence of at most "
+                             f"{row['input_len']} (NVIDIA's packing of the MLPerf Wikipedia set)")
         accumulated = re.search(r"accumulated (\d+)", row["notes"])
         if accumulated and fields["dp"] == 1:
             fields["global_batch"] = int(accumulated.group(1))

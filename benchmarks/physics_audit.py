@@ -59,7 +59,7 @@ TPS = [1, 4]
 VISION = ["resnet50", "vit-b-16", "bert-base"]
 VISION_ENGINES = ["eager", "compile", "tensorrt"]
 TRAINING = [("gpt2", 1), ("resnet50", 1), ("llama-3.1-8b", 8)]
-TRAINING_ENGINES = ["eager", "compile", "megatron"]
+TRAINING_ENGINES = ["eager", "compile", "megatron", "mlperf"]
 MLA = ("deepseek-v3", ["h200-sxm", "b200"], ["vllm", "sglang", "trtllm"], ["bf16", "fp8"], 8)
 """Multi-head latent attention with MoE, at tp 8 (671B parameters): a smaller grid of its own."""
 
@@ -77,7 +77,8 @@ def grid(quick: bool) -> list[dict]:
             mla_devices[:1] if quick else mla_devices, mla_engines, mla_recipes, BATCHES, LENGTHS[:2]):
         rows.append({"model": model, "device": device, "engine": engine, "quant" if recipe != "bf16" else "dtype":
                      recipe, "batch": batch, "input_len": inp, "output_len": out, "tp": tp, "gpus": tp})
-    for model, device, engine, dtype, batch in itertools.product(VISION, devices, VISION_ENGINES, ["bf16", "fp16"],
+    for model, device, engine, dtype, batch in itertools.product(VISION, devices, VISION_ENGINES,
+                                                                 ["bf16", "fp16", "quant=int8"],
                                                                  [1, 32, 256]):
         rows.append({"model": model, "device": device, "engine": engine, "dtype": dtype, "batch": batch})
     for (model, tp), device, engine, batch in itertools.product(TRAINING, devices, TRAINING_ENGINES, [1, 8]):

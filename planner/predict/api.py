@@ -169,7 +169,8 @@ def _engine_note_text(engine, why: str, family: str, mode: str, device) -> str:
     check_engine(engine, family, mode, device.kind, device.vendor)
     rules = ", ".join(rule for rule, _ in engine.fusions) or "none (every aten op its own kernel)"
     graphs = {"none": "no CUDA graphs", "decode": "decode steps replayed as CUDA graphs",
-              "all": "forward passes replayed as CUDA graphs"}[engine.cuda_graphs]
+              "all": "forward passes replayed as CUDA graphs",
+              "training": "training steps' forward and backward replayed as CUDA graphs"}[engine.cuda_graphs]
     return f"engine {engine.name} ({why}; --engine to change): fusions {rules}; {graphs}"
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -39,6 +39,12 @@ other a quantized input."""
 STATIC_INPUT = frozenset({"aten.convolution"})
 """Ops whose quantized input has one static scale per tensor (TensorRT's calibrated conv inputs: recipes.json
 `convolutions`): no scale bits, no amax pass."""
+COMMUTES_WITH_QUANTIZE = frozenset({"aten.max_pool2d_with_indices", "aten.max_pool2d"})
+"""Ops that a per-tensor quantization moves in front of (a max of quantized values is the quantized max):
+TensorRT propagates Q backward across them and runs them in INT8 (TensorRT Developer Guide, 'Q/DQ
+Propagation': Q backward-propagation across commuting layers such as MaxPool)."""
+RESIDUAL_ADD = frozenset({"aten.add"})
+"""The elementwise op of a residual connection whose feature-map operands an INT8 network stores quantized."""
 QUANTIZE_OP = "quant.quantize.default"
 """The synthetic record of a dynamic activation-quantization kernel (see _Recorder.quantized)."""
 QUANTIZE_PACKET = QUANTIZE_OP.rsplit(".", 1)[0]
@@ -186,6 +192,12 @@ class _Recorder(TorchDispatchMode):
         """Storage -> bits of the tensors with a role under a quantization recipe (weights, KV cache,
         quantized GEMM inputs); every other float of the capture dtype is at `logical_bits`."""
         self._weights: set[int] = set()
+        self._feature_maps: set[int] = set()
+        """Storages of convolution results and of what elementwise work and pooling make of them, under a
+        recipe that quantizes convolutions: the tensors a residual add of feature maps reads."""
+        self._last: tuple[str, list, tuple, int] | None = None
+        """(packet, argument values, results, records so far) of the op recorded last under a recipe that
+        quantizes convolutions: a quantization may move in front of it."""
         self._quantized: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         """(storage, offset, shape, stride) of a GEMM input -> (input, its quantized copy): one quantize
         kernel per distinct input (q, k and v projections share theirs), both kept alive so that their
@@ -264,6 +276,9 @@ class _Recorder(TorchDispatchMode):
         hit = self._quantized.get(key)
         if hit is not None:
             return hit[1]
+        if static and (moved := self._commuted(x)) is not None:
+            self._quantized[key] = (x, moved)
+            return moved
         q = torch.empty(x.shape, dtype=x.dtype, device=x.device)  # not recorded: the mode is off in here
         p = self._precision
         self._role_bits[_storage_id(q)] = (ELEMENT_BITS[p.activations] if static
@@ -275,6 +290,24 @@ class _Recorder(TorchDispatchMode):
                                            ("dynamic", p.activation_scales.dynamic and not static)),
                                      outputs=(self._meta(q),), mutates=(), is_view=False))
         return q
+
+    def _commuted(self, x: torch.Tensor) -> torch.Tensor | None:
+        """`x` itself, now stored at the activation width, when it is the result of the op just recorded and
+        that op commutes with a per-tensor quantization (COMMUTES_WITH_QUANTIZE): the op's input is
+        quantized instead and the op re-recorded reading and writing the narrow type. None otherwise."""
+        last = self._last
+        if last is None or last[0] not in COMMUTES_WITH_QUANTIZE or not last[2] or last[2][0] is not x \
+                or last[3] != len(self.records):
+            return None
+        record = self.records.pop()
+        packet, values, results, _ = last
+        self._last = None
+        source = next(v for k, v in values if k == "self")
+        q = self.quantized(source, static=True)
+        self._role_bits[_storage_id(x)] = ELEMENT_BITS[self._precision.activations]
+        self.records.append(replace(record, args=tuple((k, self._value(q if v is source else v)) for k, v in values),
+                                    outputs=tuple(self._meta(o) for o in results)))
+        return x
 
     def _quantize_inputs(self, packet: str, values: list) -> list:
         """`values` with the activation operand of a GEMM on a quantized weight replaced by its quantized copy."""
@@ -292,6 +325,31 @@ class _Recorder(TorchDispatchMode):
             return values
         q = self.quantized(x, static=packet in STATIC_INPUT)
         return [(k, q if k == name else v) for k, v in values]
+
+    def _stored_quantized(self, packet: str, values: list, mutates: tuple[str, ...]) -> list:
+        """`values` with every tensor that has a static quantized copy (a convolution's input) replaced by
+        that copy: in an INT8 network every later reader of a quantized activation (the residual add, a
+        pooling) reads it at the activation width, as TensorRT runs it with Q/DQ on the identity branch:
+        the add fuses into the conv with an INT8 output and the full-width tensor is never stored
+        (TensorRT Developer Guide, 'Q/DQ Layer-Placement Recommendations': with the residual input
+        quantized the fused convolution's output is INT8; TensorRT's TF quantization toolkit,
+        'Add Custom QDQ Insertion Case': Q/DQ on ResNet's residual connections). An argument the op
+        writes in place keeps its storage."""
+        residual = packet in RESIDUAL_ADD and self._precision.convolutions and self.current_phase() == "forward"
+        out = []
+        for k, v in values:
+            if k not in mutates and isinstance(v, torch.Tensor) and v.dtype == self._capture_dtype:
+                hit = self._quantized.get((_storage_id(v), v.storage_offset(), tuple(v.shape), tuple(v.stride()),
+                                           True))
+                if hit is not None:
+                    v = hit[1]
+                elif residual and v.dim() == 4 and _storage_id(v) in self._feature_maps \
+                        and _storage_id(v) not in self._role_bits:
+                    # the identity branch of a residual block (a downsample conv's output): quantized too,
+                    # so its producer writes it narrow and the add reads it so
+                    v = self.quantized(v, static=True)
+            out.append((k, v))
+        return out
 
     def _forget(self, values: list, mutates: tuple[str, ...]) -> None:
         """Drop the quantized copies of storages an op writes in place (the next GEMM quantizes anew)."""
@@ -313,15 +371,18 @@ class _Recorder(TorchDispatchMode):
             return out
         names, mutates, is_view = self._schema(func)
         values = list(zip(names, args)) + [(k, kwargs[k]) for k in names if k in kwargs]
+        packet = str(func.overloadpacket)
         if self._weights and self._precision.quantizes_activations:
             if mutates and self._quantized:
                 self._forget(values, mutates)
-            values = self._quantize_inputs(str(func.overloadpacket), values)
+            values = self._quantize_inputs(packet, values)
+            if packet not in GEMM_OPERANDS and (self._quantized or packet in RESIDUAL_ADD):
+                values = self._stored_quantized(packet, values, mutates)
         flat_out = out if isinstance(out, (tuple, list)) else (out,)
         phase = self.current_phase()
         self.records.append(OpRecord(
             op=str(func),
-            packet=str(func.overloadpacket),
+            packet=packet,
             module=self._module(),
             phase=phase,
             args=tuple((k, self._value(v)) for k, v in values),
@@ -329,6 +390,12 @@ class _Recorder(TorchDispatchMode):
             mutates=mutates,
             is_view=is_view,
         ))
+        if self._weights and self._precision.convolutions and self._precision.quantizes_activations:
+            results = tuple(o for o in flat_out if isinstance(o, torch.Tensor))
+            self._last = (packet, values, results, len(self.records))
+            if packet == "aten.convolution" or packet not in GEMM_OPERANDS and any(
+                    isinstance(v, torch.Tensor) and _storage_id(v) in self._feature_maps for _, v in values):
+                self._feature_maps.update(_storage_id(o) for o in results)
         return out
 
 

@@ -20,7 +20,7 @@ from planner.files import parse_json, read_text
 
 ROOT = Path(__file__).resolve().parents[2] / "hardware_specs"
 RULES = ("bn_fold", "conv_epilogue", "gemm_epilogue", "pointwise", "norm_fusion", "reduction_fusion",
-         "attention_prologue", "moe_grouped")
+         "attention_prologue", "moe_grouped", "dead_outputs", "conv_pool")
 """The fusion rules the lowering pass implements (planner/workload/lowering.py)."""
 MOE_GATHERS = ("in_gemm", "kernel")
 """How a grouped MoE reads its experts' rows (Engine.moe_gather)."""
@@ -29,11 +29,12 @@ MODES = ("inference", "training")
 FAMILIES = ("decoder", "encoder", "vision", "custom", "detection", "diffusion", "recommender", "speech", "multimodal",
             "text")
 KINDS = ("gpu", "cpu", "tpu", "accelerator")
-GRAPH_MODES = ("none", "decode", "all")
+GRAPH_MODES = ("none", "decode", "all", "training")
 MAX_HOST_LAUNCH_S = 1e-3
 
 
-LIBRARIES = ("pytorch-eager", "pytorch-inductor", "transformer-engine", "tensorrt", "aiconfigurator", "aiter")
+LIBRARIES = ("pytorch-eager", "pytorch-inductor", "transformer-engine", "tensorrt", "aiconfigurator", "aiter",
+             "mlperf-nvidia")
 """Kernel libraries a calibration profile can have measured (hardware_specs/calibration/README.md)."""
 POLICIES = ("vllm", "sglang", "trtllm", "static")
 ADMISSIONS = ("on_demand", "reserve_output")
@@ -123,7 +124,8 @@ class Engine:
     def replays(self, mode: str) -> bool:
         """True when a step of workload `mode` (prefill, decode, forward, training) is replayed as a
         CUDA graph, so that kernels cost no host-side launch."""
-        return self.cuda_graphs == "all" and mode != "training" or self.cuda_graphs == "decode" and mode == "decode"
+        return self.cuda_graphs == "all" and mode != "training" or self.cuda_graphs == "decode" and mode == "decode" \
+            or self.cuda_graphs == "training" and mode == "training"
 
 
 def engines_root() -> Path:

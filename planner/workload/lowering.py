@@ -30,6 +30,10 @@ Rules (what joins what):
     norm_fusion         a norm -> the elementwise ops feeding it (residual add); elementwise -> a norm
     reduction_fusion    softmax/reductions/loss -> elementwise feeding them; elementwise -> them
     attention_prologue  attention -> the elementwise ops and cache writes feeding it (rotary, KV write)
+    conv_pool           a max pooling -> the convolution (and its epilogue) it follows: the conv's tile is
+                        pooled before it is stored, so only the pooled result is written
+    dead_outputs        not a join: a secondary result no op reads (max pooling's indices at inference)
+                        is not written; a graph compiler drops it (see _dead_written)
 Groups never cross roles (first / layer / last of the folded graph) nor phases.
 """
 
@@ -64,7 +68,9 @@ _JOIN = {
     ("norm", "pointwise"): "norm_fusion",
     ("reduction", "pointwise"): "reduction_fusion",
     ("attention", "pointwise"): "attention_prologue",
+    ("pool", "conv"): "conv_pool",
 }
+MAX_POOLS = frozenset({"aten.max_pool2d_with_indices", "aten.max_pool2d"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +100,8 @@ def _kind(rec: OpRecord, category: str) -> str | None:
         return "reduction"
     if category in ("conv", "matmul", "norm", "attention"):
         return category
+    if rec.packet in MAX_POOLS and rec.phase == "forward":
+        return "pool"
     return None
 
 
@@ -200,13 +208,30 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
     for i, rec in enumerate(records):
         g = group_of[i]
         if g is None or len(g.members) == 1:
-            kernels.append(single[i])
+            kernel = single[i]
+            if ("dead_outputs", rec.phase) in fuses and (dead := _dead_written([i], records, consumers)):
+                kernel = replace(kernel, cost=replace(kernel.cost, bytes_written=kernel.cost.bytes_written - dead))
+            kernels.append(kernel)
             continue
         if id(g) in done:
             continue
         done.add(id(g))
-        kernels.append(_fused(g, records, categories, costs, reads, producers, consumers, origins, roles[i]))
+        kernel = _fused(g, records, categories, costs, reads, producers, consumers, origins, roles[i])
+        if ("dead_outputs", rec.phase) in fuses and (dead := _dead_written(
+                [j for j in g.members if g.kinds[j] != "bn"], records, consumers)):
+            kernel = replace(kernel, cost=replace(kernel.cost, bytes_written=max(kernel.cost.bytes_written - dead, 0.0)))
+        kernels.append(kernel)
     return group_experts(kernels, engine)
+
+
+def _dead_written(members: list[int], records, consumers) -> float:
+    """Bytes of the secondary results (outputs[1:]) of `members` that no op reads: max pooling's indices
+    at inference (only its backward reads them). An engine that builds from an exported graph never
+    computes them: torch.onnx exports max_pool2d as a MaxPool node with the one output its users read,
+    and TensorRT builds its engine from that graph (hardware_specs/engines/tensorrt.json). (A batch
+    norm's saved statistics are handled by bn_fold.) The first result is the op's value and stays."""
+    return sum(t.bytes for j in members for t in records[j].outputs[1:]
+               if t.storage and not consumers.get((j, t.storage)))
 
 
 def _dataflow(records: tuple[OpRecord, ...], categories: Sequence[str]):
@@ -504,6 +529,8 @@ def conserved(records: tuple[OpRecord, ...], categories: Sequence[str], costs: S
                 read -= sum(t.bytes for name in ("weight", "bias", "running_mean", "running_var")
                             if isinstance(t := bn.arg(name), TensorMeta))
                 written -= sum(t.bytes for t in bn.outputs[1:])
+            else:  # secondary results nobody reads are not computed (the dead_outputs rule)
+                written -= _dead_written([j], records, consumers)
         out[block] = OpCost(flop, max(read, 0.0), max(written, 0.0))
     return out
 

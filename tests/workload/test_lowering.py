@@ -56,6 +56,26 @@ def test_conv_bn_relu_is_one_kernel_under_tensorrt():
     assert len(eager) == 3
 
 
+def test_tensorrt_pools_in_the_conv_kernel_and_never_writes_the_pool_indices():
+    # x [8, 64, 56, 56] -> conv 3x3 (64 out) -> BN -> ReLU -> max pool 2x2 -> [8, 64, 28, 28], bf16 (2 B):
+    # TensorRT runs it as one ConvActPool kernel that stores only the pooled result; eager writes the conv output,
+    # then the pool reads it and writes its result and its int64 indices
+    n, c, hw = 8, 64, 56
+    block = nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU(), nn.MaxPool2d(2))
+    x = torch.empty(n, c, hw, hw, device="meta", dtype=torch.bfloat16)
+    _, ks = _lower(block, (x,), "tensorrt")
+    assert len(ks) == 1 and ks[0].absorbed == 4 and ks[0].category == "conv"
+    pooled = n * c * (hw // 2) ** 2             # 8·64·28·28 = 401,408 elements
+    assert ks[0].cost.bytes_written == pooled * 2  # 802,816 B: no conv output, no indices
+    assert ks[0].cost.bytes_read == n * c * hw * hw * 2 + c * c * 9 * 2 + c * 2  # x, weight, folded bias
+    _, eager = _lower(block, (x,), "eager")
+    pool = next(k for k in eager if "max_pool" in k.record.op)
+    assert pool.cost.bytes_written == pooled * 2 + pooled * 8  # result (bf16) + indices (int64)
+    # the indices are written where something reads them: a training step's backward
+    assert get_engine("tensorrt").fuses("dead_outputs", "forward")
+    assert not get_engine("tensorrt").fuses("dead_outputs", "backward")
+
+
 class _AddRMSNorm(nn.Module):
     """A decoder layer's residual step: s = hidden + residual; y = RMSNorm(s); the MLP reads y and the
     next residual add reads s."""

@@ -364,3 +364,47 @@ def test_compose_takes_a_compute_override_with_other_flags():
     # what on_device writes ("quant=int8,compute=fp16") can come back as a --configs dtype with other parts
     assert compose("quant=int8,compute=fp16", kv_cache="fp8") == "quant=int8,kv=fp8,compute=fp16"
     assert precision("quant=int8,kv=fp8,compute=fp16").kv_cache == "fp8"
+
+
+class _Stem(nn.Module):
+    # ResNet's stem and a downsampling residual block, NCHW [1, 8, 16, 16] bf16:
+    # conv 3x3 (8 -> 8) + BN + ReLU -> max pool 2x2 -> [1, 8, 8, 8] = x;
+    # y = BN(conv1x1(x, 8 -> 16)) (main branch), s = BN(conv1x1(x, 8 -> 16)) (downsample); out = ReLU(y + s)
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
+        self.pool = nn.MaxPool2d(2)
+        self.main = nn.Sequential(nn.Conv2d(8, 16, 1, bias=False), nn.BatchNorm2d(16))
+        self.down = nn.Sequential(nn.Conv2d(8, 16, 1, bias=False), nn.BatchNorm2d(16))
+
+    def forward(self, x):
+        x = self.pool(self.stem(x))
+        return torch.relu(self.main(x) + self.down(x))
+
+
+STEM = Model("stem-block", "custom", None, "tests",
+             lambda: (_Stem().eval(), (torch.randn(1, 8, 16, 16, dtype=torch.bfloat16),)))
+
+
+def test_an_int8_network_stores_its_activations_at_8_bits_between_layers():
+    # TensorRT's INT8 ResNet keeps every activation between layers in INT8 (NVIDIA/TensorRT trt-engine-explorer
+    # resnet A100 qat-residual-qgap graph): the max pool runs on the quantized stem output (a quantization commutes
+    # with max), both operands of the residual add are read quantized, and the downsample branch is quantized where
+    # it is produced
+    records = build_graph(STEM, Workload("inference", 1, dtype="quant=int8")).graph.records
+    pool = next(r for r in records if r.packet == "aten.max_pool2d_with_indices")
+    add = next(r for r in records if r.packet == "aten.add")
+    quantize = [r for r in records if r.packet == "quant.quantize"]
+    assert pool.arg("self").bits == 8 and pool.outputs[0].bits == 8  # [1, 8, 16, 16] in, [1, 8, 8, 8] out at 8 bits
+    # four quantize kernels: the image (first conv), the stem output before the pool (moved in front of it), and
+    # the add's two operands (the main branch's BN output and the downsample branch's); none after the pool
+    assert len(quantize) == 4
+    assert records.index(quantize[1]) < records.index(pool)
+    assert all(t.bits == 8 for _, t in add.args if hasattr(t, "bits"))
+    # the two 1x1 convs read the pooled tensor itself, already at 8 bits: 8 x 8 x 8 = 512 bytes each
+    convs = [r for r in records if r.packet == "aten.convolution"]
+    assert [c.arg("input").bits for c in convs] == [8, 8, 8]
+    assert convs[1].arg("input").storage == pool.outputs[0].storage == convs[2].arg("input").storage
+    # a recipe without `convolutions` (w4a16) moves nothing: the pool stays at 16 bits
+    plain = build_graph(STEM, Workload("inference", 1, dtype="w4a16")).graph.records
+    assert next(r for r in plain if r.packet == "aten.max_pool2d_with_indices").outputs[0].bits == 16
