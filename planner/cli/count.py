@@ -100,20 +100,22 @@ def _print_table(counts: Counts, by: str, top: int) -> None:
 
 def kernel_table(wg: WorkloadGraph, engine: str) -> pd.DataFrame:
     """One row per distinct kernel of `engine` (a fused kernel named "fused.<op>+<op>..."): calls, aten ops
-    per call, FLOP and bytes over every call, sorted by FLOP then bytes."""
+    per call, FLOP (padded channels included) and bytes over every call, the padded channels' FLOP, sorted by
+    FLOP then bytes."""
     ks = kernels(wg.graph, ["first"] * len(wg.graph.records), engine)
     rows: dict[str, list[float]] = {}
     for k in ks:
         if k.category == "view":
             continue
-        row = rows.setdefault(k.record.op, [0, 0, 0.0, 0.0, 0.0])
+        row = rows.setdefault(k.record.op, [0, 0, 0.0, 0.0, 0.0, 0.0])
         row[0] += 1
         row[1] += k.absorbed
         row[2] += k.cost.flop
         row[3] += k.cost.bytes_read
         row[4] += k.cost.bytes_written
+        row[5] += k.padding_flop
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=["calls", "aten_ops", "flop", "bytes_read",
-                                                                  "bytes_written"])
+                                                                  "bytes_written", "padding_flop"])
     total = frame["flop"].sum()
     frame["flop_share"] = frame["flop"] / total if total else 0.0
     frame["aten_ops"] = frame["aten_ops"] / frame["calls"]
@@ -142,9 +144,10 @@ def cmd_count(args: argparse.Namespace) -> int:
     counts = count(wg.graph)
     lowered = kernel_table(wg, engine)
     if engine != "eager" or args.by == "kernel":
-        # the engine's kernels: bytes are each kernel's external inputs and outputs
-        counts = replace(counts, total=OpCost(float(lowered["flop"].sum()), float(lowered["bytes_read"].sum()),
-                                              float(lowered["bytes_written"].sum())))
+        # the engine's kernels: bytes are each kernel's external inputs and outputs; FLOP stay the model's (the
+        # zeros of padded channels are reported apart)
+        counts = replace(counts, total=OpCost(float(lowered["flop"].sum() - lowered["padding_flop"].sum()),
+                                              float(lowered["bytes_read"].sum()), float(lowered["bytes_written"].sum())))
     comparison = None
     if args.counter == "fvcore":
         from planner.workload.fvcore_check import compare
@@ -154,6 +157,7 @@ def cmd_count(args: argparse.Namespace) -> int:
         frame = counts.table(args.by)
         out["engine"] = engine
         out["kernels"] = int(lowered["calls"].sum())
+        out["padding_flop"] = float(lowered["padding_flop"].sum())  # the kernels' work on zero-padded channels
         out["by"] = args.by
         if args.by == "kernel":
             frame = lowered
@@ -176,6 +180,8 @@ def cmd_count(args: argparse.Namespace) -> int:
     print(f"intensity      {t.intensity:.1f} FLOP/byte")
     print(f"ops            {len(counts.ops)} executed")
     note = "every aten op its own kernel" if engine == "eager" else "bytes above are the kernels' external I/O"
+    if padding := float(lowered["padding_flop"].sum()):
+        note += f"; its kernels do {si(padding, 'FLOP')} more on zero-padded channels"
     print(f"engine         {engine}: {int(lowered['calls'].sum())} kernels ({note}; --engine to change)")
     if counts.unsupported:
         listed = ", ".join(f"{op} x{n}" for op, n in counts.unsupported)

@@ -183,6 +183,9 @@ class ProfileEfficiency:
     """Datasheet efficiency for op kinds the profile does not cover."""
     clock_ratio: float = 1.0
     """Profiled device clock / predicted device clock, scaling the fixed per-op cost."""
+    categories: frozenset[str] | None = None
+    """Op categories this profile times (a cross-library profile: those a measurement shows are the same
+    kernels in both libraries); the others fall back. None: every category it covers."""
 
     @property
     def source(self) -> str:
@@ -207,6 +210,8 @@ class ProfileEfficiency:
 
     def covers(self, rec: OpRecord, category: str) -> bool:
         """True when the profile itself times this op (False: it falls back to the datasheet tier)."""
+        if self.categories is not None and category not in self.categories:
+            return False
         return self._key(rec, category) is not None
 
     def _key(self, rec: OpRecord, category: str) -> tuple[str, tuple[float, ...] | None, object] | None:
@@ -248,6 +253,8 @@ class ProfileEfficiency:
         m = self.model
         if category == "view":
             return 1.0, 1.0, m.view_s_ * self.clock_ratio
+        if self.categories is not None and category not in self.categories:
+            return self.fallback.efficiencies(rec, category, device, nbytes)
         overhead = m.launch_s_ * self.clock_ratio
         # the curve's η and the op's wave shape are the op's and the fitted model's, not the device's: read
         # once for the profiled device and every neighbour it is transferred to (what predict_eta gives)
@@ -325,9 +332,10 @@ def _own_profile(profiles: Mapping[str, Profile], device_id: str, libraries: tup
     return None
 
 
-ProfileChoice = tuple[tuple[str, ...], tuple[str, ...]] | None
-"""(own libraries, other libraries) of an engine (Engine.libraries); None: the device's default profile
-and then any other it has (a single op, a caller with no engine)."""
+ProfileChoice = tuple[tuple[str, ...], tuple[str, ...]] | tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None
+"""(own libraries, other libraries[, op categories the other libraries time: () for all]) of an engine
+(Engine.libraries); None: the device's default profile and then any other it has (a single op, a caller
+with no engine)."""
 
 
 def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Profile], fallback,
@@ -339,9 +347,11 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Pr
        neighbours the nearest in memory bandwidth; a transfer crosses no architecture;
     3. the device's profile of another library (tier cross-library): kernel times of other kernels,
        the engine's own fusions, dispatch and graphs applied by the caller, the band widened as for
-       a transfer;
+       a transfer; only for the op categories `libraries` names (those a measurement shows are the same
+       kernels in both), the rest from `fallback`;
     4. `fallback` (datasheet)."""
-    own_libs, other_libs = libraries if libraries is not None else (None, ())
+    own_libs, other_libs, *scope = libraries if libraries is not None else (None, ())
+    categories = frozenset(scope[0]) if scope and scope[0] else None
     kind_defaults = defaults.kinds.get(device.kind) or defaults.kinds["gpu"]
     own = _own_profile(profiles, device.id, own_libs)
     if own is None and libraries is None:
@@ -377,7 +387,8 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Pr
         if other is not None:
             ref = profile_device(other)
             band = min(defaults.datasheet_band_fraction, recorded_band(other) + transfer_error(other.path))
-            return ProfileEfficiency(_fitted(other, ref, kind_defaults), other, "cross-library", band, fallback)
+            return ProfileEfficiency(_fitted(other, ref, kind_defaults), other, "cross-library", band, fallback,
+                                     categories=categories)
     return fallback
 
 

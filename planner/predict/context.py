@@ -50,7 +50,8 @@ class Context:
     """Calibration profiles by device id (hardware_specs/calibration/)."""
     cross_library: bool = True
     """Whether an engine with no profile of its own libraries on a device may take another library's
-    (tier cross-library, Engine.libraries' second half); False: the datasheet tier with the engine's rules
+    (tier cross-library, Engine.libraries' second part, for the op categories its third names); False: the
+    datasheet tier with the engine's rules
     (benchmarks/dev_validation.py --no-cross-library compares the two)."""
     _efficiency: dict = field(default_factory=dict, repr=False)
     _targets: dict = field(default_factory=dict, repr=False)
@@ -69,10 +70,11 @@ class Context:
             raise UnknownNameError("device", name, {*exc.valid, *self.profiles}) from None
 
     def efficiency(self, device: Device, tiers=ALL_TIERS) -> EfficiencyModel:
-        """The efficiency model of `device` for an engine's kernel libraries (Engine.libraries: own, other):
+        """The efficiency model of `device` for an engine's kernel libraries (Engine.libraries: own, other, the
+        op categories the other libraries time):
         its own profile, a transferred neighbour's, another library's, or datasheet; its tier decides the
         uncertainty band."""
-        if not self.cross_library and tiers is not None and len(tiers) == 2 and tiers[1]:
+        if not self.cross_library and tiers is not None and len(tiers) >= 2 and tiers[1]:
             tiers = (tiers[0], ())
         key = (device.id, tiers)
         if key not in self._efficiency:

@@ -43,8 +43,9 @@ COMMUTES_WITH_QUANTIZE = frozenset({"aten.max_pool2d_with_indices", "aten.max_po
 """Ops that a per-tensor quantization moves in front of (a max of quantized values is the quantized max):
 TensorRT propagates Q backward across them and runs them in INT8 (TensorRT Developer Guide, 'Q/DQ
 Propagation': Q backward-propagation across commuting layers such as MaxPool)."""
-RESIDUAL_ADD = frozenset({"aten.add"})
-"""The elementwise op of a residual connection whose feature-map operands an INT8 network stores quantized."""
+RESIDUAL_ADD = frozenset({"aten.add", "aten.add_"})
+"""The elementwise op of a residual connection whose feature-map operands an INT8 network stores quantized (an
+in-place `out += identity` quantizes the operand it reads, not the one it writes)."""
 QUANTIZE_OP = "quant.quantize.default"
 """The synthetic record of a dynamic activation-quantization kernel (see _Recorder.quantized)."""
 QUANTIZE_PACKET = QUANTIZE_OP.rsplit(".", 1)[0]
@@ -192,9 +193,13 @@ class _Recorder(TorchDispatchMode):
         """Storage -> bits of the tensors with a role under a quantization recipe (weights, KV cache,
         quantized GEMM inputs); every other float of the capture dtype is at `logical_bits`."""
         self._weights: set[int] = set()
-        self._feature_maps: set[int] = set()
-        """Storages of convolution results and of what elementwise work and pooling make of them, under a
-        recipe that quantizes convolutions: the tensors a residual add of feature maps reads."""
+        self._feature_maps: dict[int, torch.Tensor] = {}
+        """Storage -> a tensor on it, for convolution results and what elementwise work and pooling make of
+        them, under a recipe that quantizes convolutions: the tensors a residual add of feature maps reads
+        (kept alive so that a storage id is not reused by another tensor)."""
+        self._narrowed: set[int] = set()
+        """Storages `_commuted` stored at the activation width (a pool's result): widened again when written
+        in place."""
         self._last: tuple[str, list, tuple, int] | None = None
         """(packet, argument values, results, records so far) of the op recorded last under a recipe that
         quantizes convolutions: a quantization may move in front of it."""
@@ -272,11 +277,11 @@ class _Recorder(TorchDispatchMode):
         activation width with its scales, a kernel of its own unless an engine fuses it. The GEMM then
         reads the copy. `static`: one calibrated scale for the tensor (a convolution's input, STATIC_INPUT):
         the copy is at the bare activation width."""
-        key = (_storage_id(x), x.storage_offset(), tuple(x.shape), tuple(x.stride()), static)
+        key = _copy_key(x, static)
         hit = self._quantized.get(key)
         if hit is not None:
             return hit[1]
-        if static and (moved := self._commuted(x)) is not None:
+        if static and self.current_phase() == "forward" and (moved := self._commuted(x)) is not None:
             self._quantized[key] = (x, moved)
             return moved
         q = torch.empty(x.shape, dtype=x.dtype, device=x.device)  # not recorded: the mode is off in here
@@ -303,8 +308,10 @@ class _Recorder(TorchDispatchMode):
         packet, values, results, _ = last
         self._last = None
         source = next(v for k, v in values if k == "self")
-        q = self.quantized(source, static=True)
+        # the pool's input quantized once: it may already be narrow (another conv read it first)
+        q = source if _storage_id(source) in self._role_bits else self.quantized(source, static=True)
         self._role_bits[_storage_id(x)] = ELEMENT_BITS[self._precision.activations]
+        self._narrowed.add(_storage_id(x))
         self.records.append(replace(record, args=tuple((k, self._value(q if v is source else v)) for k, v in values),
                                     outputs=tuple(self._meta(o) for o in results)))
         return x
@@ -339,8 +346,7 @@ class _Recorder(TorchDispatchMode):
         out = []
         for k, v in values:
             if k not in mutates and isinstance(v, torch.Tensor) and v.dtype == self._capture_dtype:
-                hit = self._quantized.get((_storage_id(v), v.storage_offset(), tuple(v.shape), tuple(v.stride()),
-                                           True))
+                hit = self._quantized.get(_copy_key(v, True))
                 if hit is not None:
                     v = hit[1]
                 elif residual and v.dim() == 4 and _storage_id(v) in self._feature_maps \
@@ -361,6 +367,9 @@ class _Recorder(TorchDispatchMode):
                         written.add(_storage_id(t))
         for key in [key for key in self._quantized if key[0] in written]:
             del self._quantized[key]
+        for sid in written & self._narrowed:  # a narrowed pool result written in place is full width again
+            self._narrowed.discard(sid)
+            self._role_bits.pop(sid, None)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -376,7 +385,8 @@ class _Recorder(TorchDispatchMode):
             if mutates and self._quantized:
                 self._forget(values, mutates)
             values = self._quantize_inputs(packet, values)
-            if packet not in GEMM_OPERANDS and (self._quantized or packet in RESIDUAL_ADD):
+            if packet not in GEMM_OPERANDS and (self._quantized or packet in RESIDUAL_ADD) \
+                    and self.current_phase() == "forward":  # a backward reads what autograd saved: full width
                 values = self._stored_quantized(packet, values, mutates)
         flat_out = out if isinstance(out, (tuple, list)) else (out,)
         phase = self.current_phase()
@@ -395,8 +405,13 @@ class _Recorder(TorchDispatchMode):
             self._last = (packet, values, results, len(self.records))
             if packet == "aten.convolution" or packet not in GEMM_OPERANDS and any(
                     isinstance(v, torch.Tensor) and _storage_id(v) in self._feature_maps for _, v in values):
-                self._feature_maps.update(_storage_id(o) for o in results)
+                self._feature_maps.update((_storage_id(o), o) for o in results)
         return out
+
+
+def _copy_key(x: torch.Tensor, static: bool) -> tuple:
+    """The key of `x`'s quantized copy: (storage, offset, shape, stride, static scale)."""
+    return _storage_id(x), x.storage_offset(), tuple(x.shape), tuple(x.stride()), static
 
 
 def _fused_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):

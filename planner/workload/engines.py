@@ -36,6 +36,9 @@ MAX_HOST_LAUNCH_S = 1e-3
 LIBRARIES = ("pytorch-eager", "pytorch-inductor", "transformer-engine", "tensorrt", "aiconfigurator", "aiter",
              "mlperf-nvidia")
 """Kernel libraries a calibration profile can have measured (hardware_specs/calibration/README.md)."""
+CROSS_CATEGORIES = ("matmul", "attention", "conv", "elementwise", "norm", "softmax", "reduction", "copy", "pool",
+                    "embedding", "loss", "optimizer", "fill", "sort")
+"""Op categories an engine's `profiles.other_categories` may name (planner/workload/counting.py's)."""
 POLICIES = ("vllm", "sglang", "trtllm", "static")
 ADMISSIONS = ("on_demand", "reserve_output")
 PREEMPTIONS = ("recompute", "none")
@@ -101,6 +104,9 @@ class Engine:
     other_libraries: tuple[str, ...]
     """Libraries whose kernel times stand in, with a wider band, where the device has no profile of the
     engine's own (tier cross-library): the engine's fusions, dispatch and graphs still apply."""
+    other_categories: tuple[str, ...]
+    """Op categories the other libraries' profiles time, where a measurement shows the kernels are the same
+    in both ((): every category); the rest from the datasheet tier."""
     sources: tuple[tuple[str, str], ...]
     """(fact, source) for every fact above."""
     scheduler: SchedulerDefaults | None = None
@@ -111,15 +117,19 @@ class Engine:
     """Its default AdamW implementation (planner.workload.graphs.OPTIMIZERS); None: no training."""
     host_view_s: float = 0.0
     """Host cost of one view op (no kernel) outside a CUDA graph, in s; 0 where none is sourced."""
+    conv_channel_multiple: int = 1
+    """A convolution's input channels (per group) are padded up to a multiple of this in its kernel (the
+    padded lanes multiply zeros: work done, no bytes moved); 1: no padding."""
 
     def fuses(self, rule: str, phase: str) -> bool:
         """True when the engine applies fusion `rule` to ops of `phase` ("forward"/"backward")."""
         return any(r == rule and phase in phases for r, phases in self.fusions)
 
     @property
-    def libraries(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(own libraries, other libraries): what Context.efficiency takes."""
-        return self.profile_libraries, self.other_libraries
+    def libraries(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """(own libraries, other libraries, op categories the other libraries time: () for all): what
+        Context.efficiency takes."""
+        return self.profile_libraries, self.other_libraries, self.other_categories
 
     def replays(self, mode: str) -> bool:
         """True when a step of workload `mode` (prefill, decode, forward, training) is replayed as a
@@ -212,8 +222,15 @@ def parse_engine(data, where: str) -> Engine:
     sources.append(("quantization", source))
     libraries, source = _fact(data, "profiles", "libraries", where)
     others = data["profiles"].get("other_libraries", [])
+    scope = data["profiles"].get("other_categories", [])
     sources.append(("calibration profiles", source))
     scheduler = _scheduler(data["scheduler"], where, sources) if "scheduler" in data else None
+    pad = 1
+    if "conv_channel_multiple" in data:
+        pad, source = _fact(data, "conv_channel_multiple", "value", where)
+        if isinstance(pad, bool) or not isinstance(pad, int) or not 1 <= pad <= 64:
+            raise ConfigError(f"{where}: conv_channel_multiple.value must be a whole number in [1, 64]")
+        sources.append(("convolution channel padding", source))
     mixed = _optional_choice(data, "mixed_precision", ("amp", "master", "pure"), where, sources)
     optimizer = _optional_choice(data, "optimizer", ("fused", "foreach", "loop"), where, sources)
     return Engine(
@@ -227,8 +244,9 @@ def parse_engine(data, where: str) -> Engine:
         dtypes=_strings(dtypes, f"{where}: dtypes.values"), recipes=tuple(recipes) if isinstance(recipes, list) else (),
         profile_libraries=_strings(libraries, f"{where}: profiles.libraries", LIBRARIES),
         other_libraries=_strings(others, f"{where}: profiles.other_libraries", LIBRARIES) if others else (),
+        other_categories=_strings(scope, f"{where}: profiles.other_categories", CROSS_CATEGORIES) if scope else (),
         sources=tuple(sources),
-        scheduler=scheduler, mixed_precision=mixed, optimizer=optimizer, host_view_s=view)
+        scheduler=scheduler, mixed_precision=mixed, optimizer=optimizer, host_view_s=view, conv_channel_multiple=pad)
 
 
 def _host_seconds(data: dict, key: str, fact: str, where: str, sources: list) -> float:

@@ -39,11 +39,13 @@ Groups never cross roles (first / layer / last of the folded graph) nor phases.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from planner.memo import IdentityMemo
+from planner.workload.capture import COMMUTES_WITH_QUANTIZE as MAX_POOLS
 from planner.workload.capture import QUANTIZE_PACKET, OpRecord, TensorMeta
 from planner.workload.counting import OpCost, read_tensors, written_tensors
 from planner.workload.engines import Engine
@@ -70,7 +72,6 @@ _JOIN = {
     ("attention", "pointwise"): "attention_prologue",
     ("pool", "conv"): "conv_pool",
 }
-MAX_POOLS = frozenset({"aten.max_pool2d_with_indices", "aten.max_pool2d"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,9 @@ class Kernel:
     absorbed: int
     """Aten ops the kernel runs (1 when unfused)."""
     role: str
+    padding_flop: float = 0.0
+    """FLOP of the kernel's zero-padded input channels (Engine.conv_channel_multiple), included in
+    cost.flop: work the device does on top of the model's."""
 
 
 def _kind(rec: OpRecord, category: str) -> str | None:
@@ -100,7 +104,7 @@ def _kind(rec: OpRecord, category: str) -> str | None:
         return "reduction"
     if category in ("conv", "matmul", "norm", "attention"):
         return category
-    if rec.packet in MAX_POOLS and rec.phase == "forward":
+    if rec.packet in MAX_POOLS and rec.phase == "forward":  # max commutes with the conv's tiles: conv_pool
         return "pool"
     return None
 
@@ -114,7 +118,8 @@ class _Group:
 
     def __init__(self, index: int, kind: str):
         self.members = [index]
-        self.anchor = kind if kind in ANCHORS else "pointwise"
+        # a pool that follows no convolution is a kernel of its own: no rule joins anything to it
+        self.anchor = kind if kind in ANCHORS or kind == "pool" else "pointwise"
         self.kinds = {index: kind}
 
 
@@ -207,21 +212,50 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
     done: set[int] = set()
     for i, rec in enumerate(records):
         g = group_of[i]
-        if g is None or len(g.members) == 1:
-            kernel = single[i]
-            if ("dead_outputs", rec.phase) in fuses and (dead := _dead_written([i], records, consumers)):
-                kernel = replace(kernel, cost=replace(kernel.cost, bytes_written=kernel.cost.bytes_written - dead))
-            kernels.append(kernel)
-            continue
-        if id(g) in done:
-            continue
-        done.add(id(g))
-        kernel = _fused(g, records, categories, costs, reads, producers, consumers, origins, roles[i])
-        if ("dead_outputs", rec.phase) in fuses and (dead := _dead_written(
-                [j for j in g.members if g.kinds[j] != "bn"], records, consumers)):
-            kernel = replace(kernel, cost=replace(kernel.cost, bytes_written=max(kernel.cost.bytes_written - dead, 0.0)))
+        single_op = g is None or len(g.members) == 1
+        if not single_op:
+            if id(g) in done:
+                continue
+            done.add(id(g))
+        kernel = single[i] if single_op else _fused(g, records, categories, costs, reads, producers, consumers,
+                                                    origins, roles[i])
+        if ("dead_outputs", rec.phase) in fuses:
+            # a BN member's saved statistics are bn_fold's to drop
+            members = [i] if single_op else [j for j in g.members if g.kinds[j] != "bn"]
+            if dead := _dead_written(members, records, consumers):
+                kernel = replace(kernel, cost=replace(kernel.cost, bytes_written=max(kernel.cost.bytes_written - dead,
+                                                                                     0.0)))
         kernels.append(kernel)
+    if engine.conv_channel_multiple > 1:
+        kernels = [_padded(k, engine.conv_channel_multiple) if k.category == "conv" else k for k in kernels]
     return group_experts(kernels, engine)
+
+
+def _padded(k: Kernel, multiple: int) -> Kernel:
+    """`k` with its convolution's input channels per group padded up to `multiple`: the anchor's input and
+    weight shapes padded (so efficiency lookups see the padded reduction, C/g·R·S), its conv FLOP scaled by
+    padded / real channels, and "[C 3->4]" in its name. The padded lanes are zeros made on chip: bytes as
+    counted. `k` itself where no padding is needed (a backward conv keeps its own shapes)."""
+    rec = k.record
+    weight, x = rec.arg("weight"), rec.arg("input")
+    # the vectorized formats pad a tensor's C, not C per group: grouped (depthwise) and transposed convs
+    # (whose weight's dim 1 is output channels) are left as they are
+    if rec.packet != "aten.convolution" or not isinstance(weight, TensorMeta) or not isinstance(x, TensorMeta) \
+            or len(weight.shape) < 2 or weight.shape[1] % multiple == 0 or rec.arg("groups", 1) != 1 \
+            or rec.arg("transposed", False):
+        return k
+    c = weight.shape[1]
+    padded = -(-c // multiple) * multiple
+    conv_flop = 2.0 * math.prod(rec.outputs[0].shape) * math.prod(weight.shape[1:])
+    extra = conv_flop * (padded - c) / c
+
+    def pad(t: TensorMeta, channels: int) -> TensorMeta:
+        return replace(t, shape=(t.shape[0], channels) + t.shape[2:], touched=t.touched // t.shape[1] * channels)
+
+    args = tuple((name, pad(v, padded) if name in ("weight", "input") else v) for name, v in rec.args)
+    name = rec.op.replace("convolution", f"convolution[C {c}->{padded}]", 1)
+    return replace(k, record=replace(rec, op=name, args=args), cost=replace(k.cost, flop=k.cost.flop + extra),
+                   padding_flop=extra)
 
 
 def _dead_written(members: list[int], records, consumers) -> float:

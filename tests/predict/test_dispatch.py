@@ -22,7 +22,8 @@ from planner.predict.roofline import op_time
 from planner.predict.timing import host_dispatch_s, op_rows, stage_times
 from planner.workload.device_graph import device_graph
 from planner.workload.engines import get_engine
-from planner.workload.graphs import Workload, resolve_workload
+from planner.workload.counting import classify
+from planner.workload.graphs import Workload, build_graph, resolve_workload
 from planner.workload.zoo import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +64,21 @@ def test_each_engine_takes_the_profile_of_its_kernel_library():
     assert pcie.tier == "transferred" and pcie.profile.library == "pytorch-eager"
     b200 = ctx.efficiency(ctx.device("b200"), get_engine("eager").libraries)
     assert (b200.tier, b200.profile.library) == ("cross-library", "aiconfigurator")
+    # ... for its GEMMs only: the serving tables are measured to time eager's cuBLAS GEMMs (benchmarks/
+    # cross_library.py: median |ln| 0.09 / 0.10 on the H100 / H200 against 0.32 / 0.35 from the datasheet); its
+    # attention is not the serving stacks' kernel, so it is the datasheet tier's
+    assert b200.categories == frozenset({"matmul"}) and compiled.categories is None
+    records = build_graph(resolve("gpt2"), Workload("prefill", 1, 128)).graph.records
+    classified = [classify(r, False) for r in records]
+    for category in ("matmul", "attention"):
+        rec, cost = next((r, c) for r, (cat, c) in zip(records, classified) if cat == category)
+        datasheet = b200.fallback.efficiencies(rec, category, ctx.device("b200"))
+        assert (b200.efficiencies(rec, category, ctx.device("b200")) == datasheet) == (category == "attention")
+        assert b200.covers(rec, category) == (category == "matmul")
+    # no measurement shows eager's ROCm GEMMs are aiter's tuned ones, nor Megatron's Transformer Engine kernels
+    # another library's: the datasheet tier
+    assert ctx.efficiency(ctx.device("mi300x"), get_engine("eager").libraries).tier == "datasheet"
+    assert ctx.efficiency(ctx.device("b200"), get_engine("megatron").libraries).tier == "datasheet"
     # the JSON names the profile and its library
     p = predict(Request("llama-3.1-8b", "h100-sxm", batch=1, input_len=128, output_len=8, engine="eager"))
     assert p.as_dict()["profile"] == "hardware_specs/calibration/h100-sxm/pytorch-eager.json (pytorch-eager)"

@@ -111,6 +111,12 @@ def test_cli_engine_flags(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "engine         tensorrt: 55 kernels" in out
     assert "fused.convolution+native_batch_norm+relu" in out
+    # the model's FLOP stay in the total; the stem's padded channel (3 -> 4) is reported apart: a third of its
+    # 2·(64·112·112)·(3·7·7) = 236,027,904 FLOP, 78,675,968 (78.68 MFLOP)
+    assert "FLOP           8.2176e+09" in out and "78.68 MFLOP more on zero-padded channels" in out
+    assert main(["count", "resnet50", "--engine", "tensorrt", "--json"]) == 0
+    counted = json.loads(capsys.readouterr().out)
+    assert counted["padding_flop"] == 2 * 64 * 112 * 112 * 3 * 7 * 7 / 3 == 78_675_968
     assert main(["predict", "llama-2-7b", "--device", "h100-sxm", "--engine", "sglang", "--output-len", "4"]) == 0
     assert "engine sglang" in capsys.readouterr().out
     assert main(["predict", "llama-2-7b", "--device", "h100-sxm", "--engine", "bogus"]) == 2
