@@ -143,10 +143,11 @@ def cmd_count(args: argparse.Namespace) -> int:
     engine = wg.workload.engine
     counts = count(wg.graph)
     lowered = kernel_table(wg, engine)
+    padding = float(lowered["padding_flop"].sum())  # the kernels' work on zero-padded channels
     if engine != "eager" or args.by == "kernel":
         # the engine's kernels: bytes are each kernel's external inputs and outputs; FLOP stay the model's (the
         # zeros of padded channels are reported apart)
-        counts = replace(counts, total=OpCost(float(lowered["flop"].sum() - lowered["padding_flop"].sum()),
+        counts = replace(counts, total=OpCost(float(lowered["flop"].sum()) - padding,
                                               float(lowered["bytes_read"].sum()), float(lowered["bytes_written"].sum())))
     comparison = None
     if args.counter == "fvcore":
@@ -157,7 +158,7 @@ def cmd_count(args: argparse.Namespace) -> int:
         frame = counts.table(args.by)
         out["engine"] = engine
         out["kernels"] = int(lowered["calls"].sum())
-        out["padding_flop"] = float(lowered["padding_flop"].sum())  # the kernels' work on zero-padded channels
+        out["padding_flop"] = padding
         out["by"] = args.by
         if args.by == "kernel":
             frame = lowered
@@ -180,7 +181,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     print(f"intensity      {t.intensity:.1f} FLOP/byte")
     print(f"ops            {len(counts.ops)} executed")
     note = "every aten op its own kernel" if engine == "eager" else "bytes above are the kernels' external I/O"
-    if padding := float(lowered["padding_flop"].sum()):
+    if padding:
         note += f"; its kernels do {si(padding, 'FLOP')} more on zero-padded channels"
     print(f"engine         {engine}: {int(lowered['calls'].sum())} kernels ({note}; --engine to change)")
     if counts.unsupported:

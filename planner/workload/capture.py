@@ -342,7 +342,7 @@ class _Recorder(TorchDispatchMode):
         quantized the fused convolution's output is INT8; TensorRT's TF quantization toolkit,
         'Add Custom QDQ Insertion Case': Q/DQ on ResNet's residual connections). An argument the op
         writes in place keeps its storage."""
-        residual = packet in RESIDUAL_ADD and self._precision.convolutions and self.current_phase() == "forward"
+        residual = packet in RESIDUAL_ADD and self._precision.convolutions  # (called in the forward phase only)
         out = []
         for k, v in values:
             if k not in mutates and isinstance(v, torch.Tensor) and v.dtype == self._capture_dtype:

@@ -232,10 +232,10 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
 
 
 def _padded(k: Kernel, multiple: int) -> Kernel:
-    """`k` with its convolution's input channels per group padded up to `multiple`: the anchor's input and
-    weight shapes padded (so efficiency lookups see the padded reduction, C/g·R·S), its conv FLOP scaled by
-    padded / real channels, and "[C 3->4]" in its name. The padded lanes are zeros made on chip: bytes as
-    counted. `k` itself where no padding is needed (a backward conv keeps its own shapes)."""
+    """`k` with its convolution's input channels padded up to `multiple`: the anchor's input and weight
+    shapes padded (so efficiency lookups see the padded reduction, C·R·S), its conv FLOP scaled by padded /
+    real channels, and "[C 3->4]" in its name. The padded lanes are zeros made on chip: bytes as counted.
+    `k` itself where no padding is needed or applies (a backward conv keeps its own shapes)."""
     rec = k.record
     weight, x = rec.arg("weight"), rec.arg("input")
     # the vectorized formats pad a tensor's C, not C per group: grouped (depthwise) and transposed convs
