@@ -91,7 +91,8 @@ class Engine:
     """Under moe_grouped, how the experts' rows are gathered: "in_gemm" (the first grouped GEMM reads each
     row through the sorted token index: no copy) or "kernel" (a permute kernel writes the rows out first)."""
     cuda_graphs: str
-    """"none", "decode" (decode steps replayed) or "all" (every forward pass replayed)."""
+    """"none", "decode" (decode steps replayed), "all" (every forward pass replayed) or "training" (a training
+    step replayed)."""
     host_launch_s: float
     """Host cost of launching one kernel that is not replayed from a CUDA graph, in s."""
     attention: str
@@ -118,7 +119,7 @@ class Engine:
     host_view_s: float = 0.0
     """Host cost of one view op (no kernel) outside a CUDA graph, in s; 0 where none is sourced."""
     conv_channel_multiple: int = 1
-    """A convolution's input channels (per group) are padded up to a multiple of this in its kernel (the
+    """An ungrouped convolution's input channels are padded up to a multiple of this in its kernel (the
     padded lanes multiply zeros: work done, no bytes moved); 1: no padding."""
 
     def fuses(self, rule: str, phase: str) -> bool:

@@ -407,9 +407,9 @@ def test_an_int8_network_stores_its_activations_at_8_bits_between_layers():
     assert convs[1].arg("input").storage == pool.outputs[0].storage == convs[2].arg("input").storage
     # a training step's backward reads what autograd saved, at full width: nothing there reads a quantized copy
     train = build_graph(STEM, Workload("training", 1, dtype="quant=int8")).graph.records
-    backward = [r for r in train if r.phase == "backward"]
-    assert backward and all(t.bits == 16 for r in backward for t in r.tensors()
-                            if t.dtype == "bfloat16" and t.shape == (1, 8, 16, 16))
+    read_back = [t for r in train if r.phase == "backward" for t in r.tensors()
+                 if t.dtype == "bfloat16" and t.shape == (1, 8, 16, 16)]  # the image and the stem's activations
+    assert read_back and all(t.bits == 16 for t in read_back)
     # a recipe without `convolutions` (w4a16) moves nothing: the pool stays at 16 bits
     plain = build_graph(STEM, Workload("inference", 1, dtype="w4a16")).graph.records
     assert next(r for r in plain if r.packet == "aten.max_pool2d_with_indices").outputs[0].bits == 16
