@@ -26,6 +26,7 @@ from planner.predict.diagnosis import StepParts, comm_parts, notes, op_parts
 from planner.predict.parallel import collective_time_s, layer_collectives, layer_comm_s, pipeline_hop_s
 from planner.predict.prediction import CostOptions, Prediction, make_prediction, price
 from planner.predict.timing import stage_times
+from planner.units import si
 from planner.workload.device_graph import device_graph
 from planner.workload.graphs import Workload, resolve_workload
 from planner.workload.parallelism import MAX_DEGREE, Parallelism, validate
@@ -157,8 +158,28 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
         p = replace(p, notes=(*p.notes, f"mixed precision {workload.mixed_precision} (--mixed-precision): "
                                         f"{MIXED_PRECISION[workload.mixed_precision]}"))
     p = replace(p, notes=(*p.notes, f"optimizer AdamW {workload.optimizer} (--optimizer): "
-                                    f"{OPTIMIZERS[workload.optimizer]}"))
+                                    f"{OPTIMIZERS[workload.optimizer]}", _loss_note(model, whole)))
     return p
+
+
+def _loss_note(model: Model, whole) -> str:
+    """The note naming the objective a step counts and what its kernels cost per micro-batch: the loss ops
+    (category "loss" and LOSS_PACKETS) outside the layers of the unsharded graph, forward and backward, and
+    the copies shaped like the tensor they read (the logits' fp32 upcast and its gradient cast back: same
+    element count and last dimension)."""
+    from planner.workload.graphs import LOSS_PACKETS, loss_text
+    ops = [op for op in whole.first.ops + whole.last.ops if op.record.phase in ("forward", "backward")]
+    loss = [op for op in ops if op.category == "loss" or op.record.packet in LOSS_PACKETS]
+    read = {(math.prod(t.shape), t.shape[-1]) for op in loss for t in op.record.tensors() if len(t.shape) > 1}
+    casts = [op for op in ops if op.category == "copy" and op.record.outputs and len(op.record.outputs[0].shape) > 1
+             and (math.prod(op.record.outputs[0].shape), op.record.outputs[0].shape[-1]) in read]
+    text = f"loss {loss_text(model)}"
+    if loss:
+        flop = sum(op.cost.flop * op.count for op in loss + casts)
+        nbytes = sum(op.cost.bytes * op.count for op in loss + casts)
+        text += (f"; counted: {len(loss)} loss kernels and {len(casts)} fp32 casts, forward and backward, "
+                 f"{si(flop, 'FLOP')} and {si(nbytes, 'B')} per micro-batch")
+    return text
 
 
 def _step_parts(stages, per_mb: list[float], comms: list[float], collectives: list[dict[str, int]], hop: float,

@@ -280,6 +280,28 @@ def _adamw_step(cap: Capture, groups, optimizer: str = "fused") -> None:
                     params[i].data.copy_(w)
 
 
+LOSS_PACKETS = frozenset({"aten._log_softmax", "aten._log_softmax_backward_data", "aten.mse_loss",
+                          "aten.mse_loss_backward", "aten.binary_cross_entropy_with_logits",
+                          "aten.binary_cross_entropy_with_logits_backward"})
+"""Ops a training objective decomposes into besides those counted in category "loss" (cross_entropy is
+log_softmax + nll_loss; mse_loss and BCE-with-logits are elementwise kernels)."""
+
+
+def loss_text(model: Model) -> str:
+    """What objective a training step of `model` is built with (_loss below), in words."""
+    own = getattr(model.config, "loss", None)
+    if own is not None:
+        doc = " ".join((own.__doc__ or "").split())
+        return f"the model's own objective: {doc}" if doc else "the model's own objective"
+    if model.family == "decoder":
+        return ("next-token cross entropy at every position (log_softmax + nll_loss over the vocabulary), the "
+                "logits cast to fp32 first")
+    if model.family == "vision":
+        return "cross entropy of the class logits in fp32 (log_softmax + nll_loss)"
+    return ("the mean square of every floating-point output in fp32: a stand-in objective that gives every "
+            "parameter feeding an output a gradient (no task head is modelled)")
+
+
 def _loss(model: Model, out, labels: torch.Tensor | None) -> torch.Tensor:
     if hasattr(model.config, "loss"):  # a library-built model's own objective
         return model.config.loss(out, labels)

@@ -307,3 +307,20 @@ def test_ops_shared_between_graphs_are_timed_once_and_alike():
         clear_graph_caches()
         fresh.append(predict(r).as_dict())
     assert warm == fresh
+
+
+def test_training_names_its_loss_and_counts_its_bytes_in_closed_form():
+    # gpt2 at micro-batch 8, seq 1024 under amp: N = 8·1024 = 8,192 positions, V = 50,257 logits each.
+    # Per element of the N·V logits: the bf16 -> fp32 cast reads 2 B and writes 4 (6), log_softmax reads
+    # and writes fp32 (8), nll_loss's backward writes the fp32 gradient (4), log_softmax's backward reads
+    # the gradient and its output and writes (12), the cast back reads 4 and writes 2 (6): 36 B, so
+    # 36 · 8,192 · 50,257 = 14.82 GB (nll_loss forward's few kB are below the rounding)
+    p = predict(Request("gpt2", "h100-sxm", mode="training", batch=8, seq_len=1024, dtype="bf16"))
+    [note] = [n for n in p.notes if n.startswith("loss ")]
+    assert "next-token cross entropy" in note and "4 loss kernels and 2 fp32 casts" in note
+    assert f"{36 * 8192 * 50257 / 1e9:.2f} GB per micro-batch" in note
+    # a vision model's objective is found outside a decoder's `last` part too; an encoder's is named
+    vision = predict(Request("resnet50", "h100-sxm", mode="training", batch=8))
+    assert any(n.startswith("loss cross entropy of the class logits") and "4 loss kernels" in n for n in vision.notes)
+    encoder = predict(Request("bert-base", "h100-sxm", mode="training", batch=8, seq_len=128))
+    assert any(n.startswith("loss the mean square") and "counted" not in n for n in encoder.notes)
