@@ -20,7 +20,8 @@ from planner.hardware.efficiency import Defaults, KindDefaults, gemm_shape, wave
 from planner.hardware.profile import Profile, ProfileModel, _log2, _wave_shape, profile_device
 from planner.hardware.profile_check import own_band, recorded_band, transfer_error
 from planner.memo import IdentityMemo
-from planner.workload.capture import OpRecord
+from planner.workload.capture import OpRecord, TensorMeta
+from planner.workload.counting import classify
 
 _TRANSCENDENTAL = frozenset({"aten.gelu", "aten.silu", "aten.tanh", "aten.exp", "aten.sigmoid", "aten.erf",
                              "aten.pow", "aten.rsqrt", "aten.sqrt", "aten.log", "aten.sin", "aten.cos",
@@ -270,7 +271,31 @@ class ProfileEfficiency:
         eta, wave = found
         if wave is not None and device.kind == "gpu":
             eta *= wave_efficiency(wave, m.kind_defaults, device)
+        if category == "conv" and "[NHWC]" in rec.op and self.profile.library in NCHW_CONV_LIBRARIES \
+                and device.kind == "gpu" and device.vendor.lower() == "nvidia":
+            eta = self._untransformed(rec, eta, device)
         return eta, eta, overhead
+
+    def _untransformed(self, rec: OpRecord, eta: float, device: Device) -> float:
+        """η of a channels-last convolution (lowering's "[NHWC]") read off a profile of contiguous ones
+        (NCHW_CONV_LIBRARIES): the profile's time for it less the layout transforms cuDNN ran around the
+        timed kernel, one read and one write of every operand at the profile's copy rate, the result never
+        above the larger of η and the device kind's conv ceiling (hardware_specs/efficiency/defaults.json)."""
+        w, dtype = rec.arg("weight"), _rec_dtype(rec)
+        if dtype not in ("bf16", "fp16") or not isinstance(w, TensorMeta) or rec.arg("groups", 1) != 1 \
+                or "mem:copy" not in self.model.models_:
+            return eta
+        if all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in rec.arg("stride") or (1,)):
+            return eta  # a 1x1 stride-1 conv of NCHW tensors runs as a GEMM on them: no transform
+        cost = classify(rec, False)[1]
+        timed_s = max(cost.flop / device.peak(dtype), cost.bytes / device.mem_bytes_per_s) / eta
+        moved = 2 * cost.bytes
+        copy_eta = self.model.curve_eta("mem:copy", (_log2(moved),))
+        if not copy_eta:
+            return eta
+        left_s = timed_s - moved / (device.mem_bytes_per_s * copy_eta)
+        ceiling = max(eta, self.model.kind_defaults.conv_max_efficiency)
+        return ceiling if left_s <= 0 else min(eta * timed_s / left_s, ceiling)
 
     def _curve(self, rec: OpRecord, category: str, nbytes: float | None) -> tuple[float, tuple | None] | None:
         """(η the curve gives the op, before the wave factor; the op's wave shape or None), or None where the
@@ -286,6 +311,13 @@ class ProfileEfficiency:
         eta = self.model.curve_eta(key, feats)
         return None if eta is None else (eta, None if shape is None else _wave_shape(key, shape))
 
+
+NCHW_CONV_LIBRARIES = ("pytorch-eager",)
+"""Libraries whose profiles time 16-bit convolutions of contiguous (NCHW) tensors as cuDNN runs them on an
+NVIDIA GPU: a k > 1 or strided conv as an NHWC kernel between nchwToNhwc transforms of its input and weight
+and an nhwcToNchw of its output (the H100's eager ResNet-50 training trace, benchmarks/data/measured/
+h100-sxm: 22 of the forward's 46 us of a 3x3 64-channel 56x56 batch-32 conv are transforms; 1x1 stride-1
+convs run as GEMMs without them)."""
 
 _KEYS = IdentityMemo(65_536)
 """ProfileEfficiency._key by (op record, category, the fitted model's curve keys)."""

@@ -39,6 +39,8 @@ LIBRARIES = ("pytorch-eager", "pytorch-inductor", "transformer-engine", "tensorr
 CROSS_CATEGORIES = ("matmul", "attention", "conv", "elementwise", "norm", "softmax", "reduction", "copy", "pool",
                     "embedding", "loss", "optimizer", "fill", "sort")
 """Op categories an engine's `profiles.other_categories` may name (planner/workload/counting.py's)."""
+CONV_LAYOUTS = ("nchw", "channels_last")
+"""How an engine's convolutions hold their tensors (Engine.conv_layout)."""
 POLICIES = ("vllm", "sglang", "trtllm", "static")
 ADMISSIONS = ("on_demand", "reserve_output")
 PREEMPTIONS = ("recompute", "none")
@@ -121,6 +123,9 @@ class Engine:
     conv_channel_multiple: int = 1
     """An ungrouped convolution's input channels are padded up to a multiple of this in its kernel (the
     padded lanes multiply zeros: work done, no bytes moved); 1: no padding."""
+    conv_layout: str = "nchw"
+    """How its convolutions hold their tensors: "nchw" (contiguous, as PyTorch builds them) or
+    "channels_last" (NHWC, where the engine's rule takes the graph: planner/workload/lowering.py)."""
 
     def fuses(self, rule: str, phase: str) -> bool:
         """True when the engine applies fusion `rule` to ops of `phase` ("forward"/"backward")."""
@@ -232,6 +237,7 @@ def parse_engine(data, where: str) -> Engine:
         if isinstance(pad, bool) or not isinstance(pad, int) or not 1 <= pad <= 64:
             raise ConfigError(f"{where}: conv_channel_multiple.value must be a whole number in [1, 64]")
         sources.append(("convolution channel padding", source))
+    layout = _optional_choice(data, "conv_layout", CONV_LAYOUTS, where, sources) or "nchw"
     mixed = _optional_choice(data, "mixed_precision", ("amp", "master", "pure"), where, sources)
     optimizer = _optional_choice(data, "optimizer", ("fused", "foreach", "loop"), where, sources)
     return Engine(
@@ -247,7 +253,8 @@ def parse_engine(data, where: str) -> Engine:
         other_libraries=_strings(others, f"{where}: profiles.other_libraries", LIBRARIES) if others else (),
         other_categories=_strings(scope, f"{where}: profiles.other_categories", CROSS_CATEGORIES) if scope else (),
         sources=tuple(sources),
-        scheduler=scheduler, mixed_precision=mixed, optimizer=optimizer, host_view_s=view, conv_channel_multiple=pad)
+        scheduler=scheduler, mixed_precision=mixed, optimizer=optimizer, host_view_s=view, conv_channel_multiple=pad,
+        conv_layout=layout)
 
 
 def _host_seconds(data: dict, key: str, fact: str, where: str, sources: list) -> float:

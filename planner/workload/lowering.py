@@ -131,7 +131,7 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
     if not engine.fusions:
         # an engine without fusion rules (eager) runs every op as its own kernel: what the grouping
         # below returns for it, without the dataflow it would follow for nothing
-        return list(single)
+        return _laid_out(list(single), records, engine)
     n = len(records)
     # (rule, phase) of every fusion the engine applies: a set lookup per candidate, not Engine.fuses' scan
     fuses = {(rule, phase) for rule, phases in engine.fusions for phase in phases}
@@ -228,7 +228,49 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
         kernels.append(kernel)
     if engine.conv_channel_multiple > 1:
         kernels = [_padded(k, engine.conv_channel_multiple) if k.category == "conv" else k for k in kernels]
-    return group_experts(kernels, engine)
+    return group_experts(_laid_out(kernels, records, engine), engine)
+
+
+# Inductor's estimate of a channels-last convolution's time over a contiguous one's, by kind, from its
+# microbenchmarks of TorchBench training convolutions: what decide_layout_opt weighs an inference graph's
+# conv FLOP with (torch/_inductor/graph.py, GraphLowering.decide_layout_opt, PyTorch 2.3 to 2.9)
+_INDUCTOR_MULTIPLIER = {"grouped": 1.358, "small": 0.783, "in_out": 0.725, "default": 0.823}
+
+
+def _laid_out(kernels: list[Kernel], records: tuple[OpRecord, ...], engine: Engine) -> list[Kernel]:
+    """`kernels` with every convolution, forward and backward, named "convolution[NHWC]" where `engine` runs
+    them channels-last (Engine.conv_layout) and its rule takes this graph: the kernels a profile of
+    contiguous (NCHW) convolutions timed between layout transforms run without them
+    (planner/hardware/profile_select.py)."""
+    if engine.conv_layout != "channels_last" or not _layout_optimized(records):
+        return kernels
+    return [replace(k, record=replace(k.record, op=re.sub(r"convolution(_backward)?", r"\g<0>[NHWC]", k.record.op,
+                                                              count=1)))
+            if k.category == "conv" else k for k in kernels]
+
+
+def _layout_optimized(records: tuple[OpRecord, ...]) -> bool:
+    """Inductor's decide_layout_opt on a captured graph: channels-last when it has convolutions, fewer than
+    300 ops per convolution, and (training) no grouped convolution of more than one channel per group, no
+    k > 1 convolution with at least twice the input channels as output channels, not every convolution of
+    at most 64 channels; (inference) conv FLOP weighted by _INDUCTOR_MULTIPLIER no more than unweighted."""
+    convs = [r for r in records if r.packet == "aten.convolution" and isinstance(r.arg("weight"), TensorMeta)]
+    if not convs or len(records) >= 300 * len(convs):
+        return False
+
+    def kind(rec: OpRecord) -> str:
+        w = rec.arg("weight").shape  # [C_out, C_in / groups, *kernel]
+        if rec.arg("groups", 1) > 1 and w[1] > 1:
+            return "grouped"
+        if w[0] <= 64 and w[1] <= 64:
+            return "small"
+        return "in_out" if w[0] * 2 <= w[1] and len(w) > 2 and w[2] > 1 else "default"
+
+    kinds = [kind(r) for r in convs]
+    if any(r.phase == "backward" for r in records):
+        return "grouped" not in kinds and "in_out" not in kinds and set(kinds) != {"small"}
+    flop = [2.0 * math.prod(r.outputs[0].shape) * math.prod(r.arg("weight").shape[1:]) for r in convs]
+    return sum(f * _INDUCTOR_MULTIPLIER[k] for f, k in zip(flop, kinds)) <= sum(flop)
 
 
 def _padded(k: Kernel, multiple: int) -> Kernel:

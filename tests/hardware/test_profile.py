@@ -14,6 +14,7 @@ from planner.hardware.profile_select import efficiency_for
 from planner.predict.context import Context, default_context
 from planner.predict.ops import gemm_record
 from planner.predict.roofline import op_time
+from planner.workload.engines import get_engine
 
 ETA = 0.7  # the synthetic device runs every GEMM at 70% of peak after wave quantization
 
@@ -241,3 +242,53 @@ def test_a_batched_gemv_without_a_bmm_curve_reads_the_gemm_curve_at_its_own_byte
     cost = classify(rec, False)[1]
     time_s = op_time(rec, category, cost, "bf16", device, eff).time_s
     assert cost.bytes / device.mem_bytes_per_s <= time_s < 20e-6
+
+
+def _conv_record(cin: int, cout: int, k: int, stride: int, n: int = 32, hw: int = 56):
+    """The aten.convolution record of a bf16 conv at inference, captured on meta tensors."""
+    import torch
+    from torch import nn
+
+    from planner.workload.capture import capture
+    conv = nn.Conv2d(cin, cout, k, stride=stride, padding=k // 2, bias=False).to(device="meta", dtype=torch.bfloat16)
+    x = torch.empty(n, cin, hw, hw, device="meta", dtype=torch.bfloat16)
+
+    def run(_cap):
+        with torch.no_grad():
+            conv(x)
+
+    graph = capture(run, torch.bfloat16, 16, "bf16", parameters=tuple(conv.parameters()))
+    return next(r for r in graph.records if r.packet == "aten.convolution")
+
+
+def test_a_channels_last_conv_read_off_an_nchw_profile_sheds_its_layout_transforms():
+    # H100's eager profile times a 3x3 conv of NCHW bf16 tensors as cuDNN runs it: the NHWC kernel between
+    # transforms of input, weight and output. A channels-last conv (lowering's "[NHWC]") takes that time
+    # less one read and one write of every operand at the profile's copy rate:
+    #   t = max(FLOP / peak, bytes / bw) / eta,  t' = t - 2·bytes / (bw · eta_copy(2·bytes)),  eta' = eta·t / t'
+    from dataclasses import replace
+
+    from planner.hardware.profile import _log2
+    from planner.workload.counting import classify
+    ctx = default_context()
+    h100 = ctx.catalog.device("h100-sxm")
+    eff = ctx.efficiency(h100, get_engine("compile").libraries)
+    assert eff.profile.library == "pytorch-eager"
+    rec = _conv_record(64, 64, 3, 1)
+    nhwc = replace(rec, op=rec.op.replace("convolution", "convolution[NHWC]"))
+    eta, eta_nhwc = eff.efficiencies(rec, "conv", h100)[0], eff.efficiencies(nhwc, "conv", h100)[0]
+    cost = classify(rec, False)[1]
+    t = max(cost.flop / h100.peak("bf16"), cost.bytes / h100.mem_bytes_per_s) / eta
+    moved = 2 * cost.bytes  # 2 · (12.85 MB in + 73.7 kB weight + 12.85 MB out)
+    t_left = t - moved / (h100.mem_bytes_per_s * eff.model.curve_eta("mem:copy", (_log2(moved),)))
+    assert 0 < t_left < t
+    assert eta_nhwc == pytest.approx(min(eta * t / t_left, max(eta, eff.model.kind_defaults.conv_max_efficiency)))
+    assert eta < eta_nhwc <= 1.0
+    # a 1x1 stride-1 conv runs as a GEMM on NCHW tensors (no transform to shed); eager's NCHW record, and
+    # a datasheet-tier device, are untouched
+    one = _conv_record(256, 64, 1, 1)
+    assert eff.efficiencies(replace(one, op=one.op.replace("convolution", "convolution[NHWC]")), "conv", h100) == \
+        eff.efficiencies(one, "conv", h100)
+    l4 = ctx.catalog.device("l4")
+    sheet = ctx.efficiency(l4, get_engine("compile").libraries)
+    assert sheet.efficiencies(nhwc, "conv", l4) == sheet.efficiencies(rec, "conv", l4)

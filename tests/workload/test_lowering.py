@@ -306,3 +306,47 @@ def test_single_op_kernels_are_shared_between_engines_and_equal_a_fresh_lowering
                                 for r, c, cost in zip(records, categories, costs)]
     unfused = [k for k in lowered["vllm"] if k.absorbed <= 1]
     assert unfused and all(any(k is e for e in lowered["eager"]) for k in unfused)
+
+
+def _training_convs(module: nn.Module, x_shape: tuple, engine: str):
+    """Kernels of one training step (forward and backward, no optimizer) of `module` on x, in bf16."""
+    module = module.to(device="meta", dtype=torch.bfloat16).train()
+    x = torch.empty(*x_shape, device="meta", dtype=torch.bfloat16)
+
+    def run(_cap):
+        module(x).float().pow(2).mean().backward()
+
+    graph = capture(run, torch.bfloat16, 16, "bf16", parameters=tuple(module.parameters()))
+    tags = pointwise_packets(graph)
+    classified = [classify(r, r.packet in tags) for r in graph.records]
+    return lower(graph.records, [c for c, _ in classified], [c for _, c in classified], ["first"] * len(classified),
+                 get_engine(engine))
+
+
+def test_compile_runs_convolutions_channels_last_where_inductor_would():
+    # conv 3x3 96 -> 128 -> BN -> ReLU: no grouped conv, 128·2 > 96 (not "in_out"), channels above 64:
+    # Inductor's decide_layout_opt takes the training graph, so both the forward conv and its backward
+    # are NHWC kernels; eager keeps NCHW
+    block = nn.Sequential(nn.Conv2d(96, 128, 3, padding=1, bias=False), nn.BatchNorm2d(128), nn.ReLU())
+    names = [k.record.op for k in _training_convs(block, (8, 96, 28, 28), "compile") if k.category == "conv"]
+    assert names == ["aten.convolution[NHWC].default", "aten.convolution_backward[NHWC].default"]
+    eager = [k.record.op for k in _training_convs(block, (8, 96, 28, 28), "eager") if k.category == "conv"]
+    assert all("[NHWC]" not in n for n in eager) and len(eager) == 2
+
+
+@pytest.mark.parametrize("conv, why", [
+    (nn.Conv2d(256, 96, 3, padding=1), "in_out: 96·2 <= 256 input channels at k = 3"),
+    (nn.Conv2d(128, 128, 3, padding=1, groups=4), "grouped, 32 channels per group"),
+    (nn.Conv2d(64, 32, 1), "every conv of 64 channels or fewer"),
+])
+def test_compile_keeps_nchw_where_inductor_skips_the_layout_optimization(conv, why):
+    kernels = _training_convs(conv, (4, conv.in_channels, 14, 14), "compile")
+    assert all("[NHWC]" not in k.record.op for k in kernels if k.category == "conv"), why
+
+
+def test_compiled_resnet50_inference_is_channels_last():
+    # inference: conv FLOP weighted by Inductor's channels-last multipliers (0.823 default, 0.783 small,
+    # 0.725 in_out) is below the unweighted FLOP for ResNet-50 (no grouped conv, weighted 1.358)
+    wg = build_graph(resolve("resnet50"), Workload("forward", 2, image_size=224, engine="compile"))
+    convs = [k for k in kernels(wg.graph, ["first"] * len(wg.graph.records), "compile") if k.category == "conv"]
+    assert len(convs) == 53 and all("[NHWC]" in k.record.op for k in convs)
