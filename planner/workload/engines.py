@@ -123,6 +123,9 @@ class Engine:
     conv_channel_multiple: int = 1
     """An ungrouped convolution's input channels are padded up to a multiple of this in its kernel (the
     padded lanes multiply zeros: work done, no bytes moved); 1: no padding."""
+    batch_norm_reads: int = 1
+    """Times a training batch norm's kernels read its activations (2: statistics, then normalization, as
+    separate passes; 1: once, as its cost formula counts)."""
     conv_layout: str = "nchw"
     """How its convolutions hold their tensors: "nchw" (contiguous, as PyTorch builds them) or
     "channels_last" (NHWC, where the engine's rule takes the graph: planner/workload/lowering.py)."""
@@ -238,6 +241,12 @@ def parse_engine(data, where: str) -> Engine:
             raise ConfigError(f"{where}: conv_channel_multiple.value must be a whole number in [1, 64]")
         sources.append(("convolution channel padding", source))
     layout = _optional_choice(data, "conv_layout", CONV_LAYOUTS, where, sources) or "nchw"
+    bn_reads = 1
+    if "batch_norm_reads" in data:
+        bn_reads, source = _fact(data, "batch_norm_reads", "value", where)
+        if isinstance(bn_reads, bool) or bn_reads not in (1, 2):
+            raise ConfigError(f"{where}: batch_norm_reads.value must be 1 or 2")
+        sources.append(("batch norm reads", source))
     mixed = _optional_choice(data, "mixed_precision", ("amp", "master", "pure"), where, sources)
     optimizer = _optional_choice(data, "optimizer", ("fused", "foreach", "loop"), where, sources)
     return Engine(
@@ -254,7 +263,7 @@ def parse_engine(data, where: str) -> Engine:
         other_categories=_strings(scope, f"{where}: profiles.other_categories", CROSS_CATEGORIES) if scope else (),
         sources=tuple(sources),
         scheduler=scheduler, mixed_precision=mixed, optimizer=optimizer, host_view_s=view, conv_channel_multiple=pad,
-        conv_layout=layout)
+        conv_layout=layout, batch_norm_reads=bn_reads)
 
 
 def _host_seconds(data: dict, key: str, fact: str, where: str, sources: list) -> float:

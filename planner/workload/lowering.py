@@ -228,7 +228,25 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
         kernels.append(kernel)
     if engine.conv_channel_multiple > 1:
         kernels = [_padded(k, engine.conv_channel_multiple) if k.category == "conv" else k for k in kernels]
+    if engine.batch_norm_reads > 1:
+        kernels = [_reread(k, engine.batch_norm_reads) if k.category == "norm" else k for k in kernels]
     return group_experts(_laid_out(kernels, records, engine), engine)
+
+
+def _reread(k: Kernel, reads: int) -> Kernel:
+    """`k` reading its batch norm's activations `reads` times where the anchor is a training batch norm,
+    forward (its input) or backward (the gradient and the input): a reduction over N·H·W per channel is
+    too long for one block, so the statistics (backward: the two sums) are one pass and the normalization
+    (backward: the input's gradient) another (Engine.batch_norm_reads). `k` itself otherwise."""
+    rec = k.record
+    if rec.packet == "aten.native_batch_norm_backward":
+        names = ("grad_out", "input")
+    elif rec.packet in BATCH_NORM and rec.arg("training", False):
+        names = ("input",)
+    else:
+        return k
+    extra = (reads - 1) * sum(t.bytes for t in (rec.arg(n) for n in names) if isinstance(t, TensorMeta))
+    return replace(k, cost=replace(k.cost, bytes_read=k.cost.bytes_read + extra))
 
 
 # Inductor's estimate of a channels-last convolution's time over a contiguous one's, by kind, from its

@@ -292,3 +292,14 @@ def test_a_channels_last_conv_read_off_an_nchw_profile_sheds_its_layout_transfor
     l4 = ctx.catalog.device("l4")
     sheet = ctx.efficiency(l4, get_engine("compile").libraries)
     assert sheet.efficiencies(nhwc, "conv", l4) == sheet.efficiencies(rec, "conv", l4)
+
+
+def test_compiled_norms_stream_at_the_datasheet_rate_not_eagers_batch_norm_kernels():
+    # compile's cross-library scope leaves out "norm": Inductor's Triton reductions are not eager's NCHW
+    # batch norm kernels; a norm takes the datasheet tier (half the vector peak, 0.90 of the bandwidth)
+    ctx = default_context()
+    h100 = ctx.catalog.device("h100-sxm")
+    compiled, eager = ctx.efficiency(h100, get_engine("compile").libraries), ctx.efficiency(h100, get_engine("eager").libraries)
+    rec = _conv_record(64, 64, 3, 1)  # stands in for any record: the category decides
+    assert compiled.efficiencies(rec, "norm", h100) == DatasheetEfficiency(ctx.defaults).efficiencies(rec, "norm", h100)
+    assert compiled.efficiencies(rec, "elementwise", h100) == eager.efficiencies(rec, "elementwise", h100)
