@@ -40,6 +40,8 @@ CROSS_CATEGORIES = ("matmul", "attention", "conv", "elementwise", "norm", "softm
                     "embedding", "loss", "optimizer", "fill", "sort")
 """Op categories an engine's `profiles.other_categories` may name (planner/workload/counting.py's)."""
 CONV_LAYOUTS = ("nchw", "channels_last")
+KV_UPDATES = ("in_place", "concatenate")
+"""How an engine adds a step's keys and values to the KV cache (Engine.kv_update)."""
 """How an engine's convolutions hold their tensors (Engine.conv_layout)."""
 POLICIES = ("vllm", "sglang", "trtllm", "static")
 ADMISSIONS = ("on_demand", "reserve_output")
@@ -123,6 +125,10 @@ class Engine:
     conv_channel_multiple: int = 1
     """An ungrouped convolution's input channels are padded up to a multiple of this in its kernel (the
     padded lanes multiply zeros: work done, no bytes moved); 1: no padding."""
+    kv_update: str = "in_place"
+    """How a decode step adds its keys and values to the KV cache: "in_place" (written into a preallocated
+    cache, as serving engines and planner's own models do) or "concatenate" (a new cache of the past and the
+    new made each step: transformers' DynamicCache)."""
     batch_norm_reads: int = 1
     """Times a training batch norm's kernels read its activations (2: statistics, then normalization, as
     separate passes; 1: once, as its cost formula counts)."""
@@ -241,6 +247,7 @@ def parse_engine(data, where: str) -> Engine:
             raise ConfigError(f"{where}: conv_channel_multiple.value must be a whole number in [1, 64]")
         sources.append(("convolution channel padding", source))
     layout = _optional_choice(data, "conv_layout", CONV_LAYOUTS, where, sources) or "nchw"
+    kv_update = _optional_choice(data, "kv_update", KV_UPDATES, where, sources) or "in_place"
     bn_reads = 1
     if "batch_norm_reads" in data:
         bn_reads, source = _fact(data, "batch_norm_reads", "value", where)
@@ -263,7 +270,7 @@ def parse_engine(data, where: str) -> Engine:
         other_categories=_strings(scope, f"{where}: profiles.other_categories", CROSS_CATEGORIES) if scope else (),
         sources=tuple(sources),
         scheduler=scheduler, mixed_precision=mixed, optimizer=optimizer, host_view_s=view, conv_channel_multiple=pad,
-        conv_layout=layout, batch_norm_reads=bn_reads)
+        conv_layout=layout, batch_norm_reads=bn_reads, kv_update=kv_update)
 
 
 def _host_seconds(data: dict, key: str, fact: str, where: str, sources: list) -> float:

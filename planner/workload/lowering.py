@@ -131,7 +131,7 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
     if not engine.fusions:
         # an engine without fusion rules (eager) runs every op as its own kernel: what the grouping
         # below returns for it, without the dataflow it would follow for nothing
-        return _laid_out(list(single), records, engine)
+        return _appended(_laid_out(list(single), records, engine), records, categories, engine)
     n = len(records)
     # (rule, phase) of every fusion the engine applies: a set lookup per candidate, not Engine.fuses' scan
     fuses = {(rule, phase) for rule, phases in engine.fusions for phase in phases}
@@ -230,7 +230,34 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
         kernels = [_padded(k, engine.conv_channel_multiple) if k.category == "conv" else k for k in kernels]
     if engine.batch_norm_reads > 1:
         kernels = [_reread(k, engine.batch_norm_reads) if k.category == "norm" else k for k in kernels]
-    return group_experts(_laid_out(kernels, records, engine), engine)
+    return group_experts(_appended(_laid_out(kernels, records, engine), records, categories, engine), engine)
+
+
+def _appended(kernels: list[Kernel], records: tuple[OpRecord, ...], categories: Sequence[str],
+              engine: Engine) -> list[Kernel]:
+    """`kernels` with each write of new keys or values into a KV cache (a copy_ into a slice of a storage
+    that an attention op then reads whole, [B, Hkv, P + S, D]) made a concatenation where `engine` appends
+    to its cache that way (Engine.kv_update "concatenate": transformers' DynamicCache, torch.cat of the
+    past and the new): the kernel also reads the P past positions and writes them again to a new tensor."""
+    if engine.kv_update != "concatenate":
+        return kernels
+    whole: dict[int, TensorMeta] = {}  # storage -> the cache as an attention op reads it
+    for rec, category in zip(records, categories):
+        if category == "attention":
+            for name in ("key", "value"):
+                t = rec.arg(name)
+                if isinstance(t, TensorMeta) and t.storage:
+                    whole.setdefault(t.storage, t)
+    out = []
+    for k in kernels:
+        dst = k.record.arg("self") if k.record.packet == "aten.copy_" else None
+        cache = whole.get(dst.storage) if isinstance(dst, TensorMeta) and dst.storage else None
+        if cache is not None and cache.bytes > dst.bytes:
+            past = cache.bytes - dst.bytes
+            k = replace(k, cost=replace(k.cost, bytes_read=k.cost.bytes_read + past,
+                                        bytes_written=k.cost.bytes_written + past))
+        out.append(k)
+    return out
 
 
 def _reread(k: Kernel, reads: int) -> Kernel:

@@ -175,10 +175,11 @@ def test_lowering_never_adds_bytes_or_kernels_and_keeps_flop(name, workload):
         mode = "training" if workload.mode == "training" else "inference"
         if mode not in engine.modes or model.family not in engine.families:
             continue
-        # a second read of a training batch norm's activations (compile: Engine.batch_norm_reads, tested
-        # above) is traffic the kernels add on purpose; every other byte is conserved
+        # a second read of a training batch norm's activations (compile: Engine.batch_norm_reads) and a
+        # dynamic cache's concatenation (hf-generate: Engine.kv_update) are traffic the kernels add on
+        # purpose, tested below; every other byte is conserved
         ks = [k for k in lower(wg.graph.records, *classified(wg.graph), ["first"] * len(wg.graph.records),
-                               replace(engine, batch_norm_reads=1)) if k.category != "view"]
+                               replace(engine, batch_norm_reads=1, kv_update="in_place")) if k.category != "view"]
         total = sum((k.cost for k in ks), OpCost())
         assert len(ks) <= aten_kernels, engine.name
         assert total.bytes_read <= aten_total.bytes_read + 1e-6, engine.name
@@ -382,3 +383,23 @@ def test_compile_reads_a_training_batch_norms_activations_twice():
     assert [k.record.phase for k in twice] == ["forward", "backward"]
     assert [a.cost.bytes_read - b.cost.bytes_read for a, b in zip(twice, once)] == [y, 2 * y]
     assert [a.cost.bytes_written for a in twice] == [b.cost.bytes_written for b in once]
+
+
+def test_hf_generate_concatenates_its_dynamic_cache_every_decode_step():
+    # llama-3.1-8b decode, batch 16, 768 tokens in the cache: per layer the new key [16, 8, 1, 128] bf16 is
+    # 16·8·128·2 = 32,768 B; in place (eager) the copy_ reads and writes that, 65,536 B. transformers'
+    # DynamicCache makes torch.cat([past, new]): it also reads the 768 past positions and writes them again,
+    # 2 · 16·8·768·128·2 = 50,331,648 B more, for the keys and for the values
+    from planner.workload.device_graph import device_graph
+    from planner.workload.parallelism import Parallelism
+    model = resolve("llama-3.1-8b")
+
+    def cache_writes(engine: str):
+        dg = device_graph(model, Workload("decode", 16, context_len=768, engine=engine), Parallelism())
+        return [op for op in dg.layer.ops if op.record.packet == "aten.copy_"]
+
+    [eager], [dynamic] = cache_writes("eager"), cache_writes("hf-generate")
+    assert eager.count == dynamic.count == 2  # keys and values
+    assert eager.cost.bytes == 65_536
+    assert dynamic.cost.bytes == 65_536 + 2 * 16 * 8 * 768 * 128 * 2
+    assert get_engine("hf-generate").kv_update == "concatenate" and get_engine("eager").kv_update == "in_place"
