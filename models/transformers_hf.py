@@ -11,7 +11,7 @@ downloaded (trust_remote_code is off and an "auto_map" is dropped). Three forwar
   its max_position_embeddings, 77) and the vision tower over image_size images (its own, 224), then the
   image-text logits; training: CLIP's symmetric contrastive loss over the batch.
 - any other model_type (family "text", `parse_generic`): AutoModelForCausalLM when "architectures" names a
-  *ForCausalLM, else AutoModel (the base model), over input_ids [B, seq_len] (default GENERIC_TOKENS, at most
+  *ForCausalLM or the type's causal LM class (GPT2LMHeadModel), else AutoModel (the base model), over input_ids [B, seq_len] (default GENERIC_TOKENS, at most
   its position table); training: cross entropy of the logits, or for a base model the mean square of its
   last hidden state (a stand-in objective that gives every parameter a gradient).
 
@@ -325,7 +325,8 @@ def parse_generic(raw: Any, origin: str) -> TransformersConfig:
     archs = raw.get("architectures") or []
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
         raise ValueError(f"field 'architectures' must be a list of class names, got {_short(archs)}")
-    lm = model_type in causal and any(a.endswith("ForCausalLM") for a in archs)
+    # the causal LM class of the type as transformers names it (GPT2LMHeadModel, OPTForCausalLM, ...)
+    lm = model_type in causal and any(a.endswith("ForCausalLM") or a == causal[model_type] for a in archs)
     import transformers  # AutoConfig only: no modeling code, no torchvision
 
     config = _config_object(transformers, model_type, json.loads(_spec(raw)))

@@ -476,7 +476,11 @@ class _FusedRMSNorm(torch.autograd.Function):
 
 
 class _FusedAttention(TorchFunctionMode):
-    """Routes F.scaled_dot_product_attention and F.rms_norm to fused kernels while capturing."""
+    """Routes F.scaled_dot_product_attention, F.rms_norm and training-mode F.dropout to fused kernels while
+    capturing. Dropout: on a GPU, aten's dropout runs native_dropout, one kernel writing the output and a bool
+    mask (backward: native_dropout_backward), where a meta or CPU tensor takes the composite path (bernoulli_,
+    div_, mul: three kernels): aten/src/ATen/native/Dropout.cpp, is_fused_kernel_acceptable (a CUDA input,
+    0 < p < 1)."""
 
     def __init__(self, recorder: _Recorder):
         super().__init__()
@@ -492,6 +496,13 @@ class _FusedAttention(TorchFunctionMode):
             eps = args[3] if len(args) > 3 else kwargs.get("eps")
             if x.device.type == "meta":
                 return _FusedRMSNorm.apply(x, weight, tuple(shape), eps, self._recorder)
+        if func is F.dropout:
+            x = args[0]
+            p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+            training = args[2] if len(args) > 2 else kwargs.get("training", True)
+            inplace = args[3] if len(args) > 3 else kwargs.get("inplace", False)
+            if x.device.type == "meta" and training and 0 < p < 1 and not inplace and x.numel():
+                return torch.ops.aten.native_dropout(x, p, True)[0]
         return func(*args, **kwargs)
 
 

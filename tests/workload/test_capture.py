@@ -107,3 +107,28 @@ def test_rms_norm_results_over_an_empty_normalized_shape():
     want = torch.rsqrt(x.float().pow(2).mean((), keepdim=True) + 1e-6)
     assert (tuple(rstd.shape), rstd.stride(), rstd.dtype) == (tuple(want.shape), want.stride(), want.dtype)
     assert (tuple(y.shape), y.dtype) == ((2, 3, 4), torch.bfloat16)
+
+
+def test_training_dropout_is_one_kernel_each_way_as_on_a_gpu():
+    # F.dropout(p=0.1) in training on a CUDA tensor runs native_dropout (aten Dropout.cpp): one kernel that
+    # reads x [8, 1024, 768] bf16 (12,582,912 B) and writes y (12,582,912 B) and a bool mask (6,291,456 B);
+    # its backward one native_dropout_backward. Meta tensors would take the CPU composite (bernoulli_, div_,
+    # mul); the capture routes them to the GPU's kernel
+    from planner.workload.counting import classify
+    x = torch.empty(8, 1024, 768, device="meta", dtype=torch.bfloat16, requires_grad=True)
+
+    def run(_cap):
+        torch.nn.functional.dropout(x, 0.1, training=True).float().sum().backward()
+
+    graph = capture(run, torch.bfloat16, 16, "bf16")
+    packets = [r.packet for r in graph.records]
+    assert "aten.bernoulli_" not in packets
+    [fwd] = [r for r in graph.records if r.packet == "aten.native_dropout"]
+    [bwd] = [r for r in graph.records if r.packet == "aten.native_dropout_backward"]
+    n = 8 * 1024 * 768
+    cost = classify(fwd, False)[1]
+    assert (cost.bytes_read, cost.bytes_written) == (2 * n, 2 * n + n)
+    assert bwd.phase == "backward"
+    # at inference (training=False) dropout is the identity: no kernel
+    graph = capture(lambda _cap: torch.nn.functional.dropout(x.detach(), 0.1, training=False), torch.bfloat16, 16, "bf16")
+    assert not [r for r in graph.records if "dropout" in r.packet or r.packet == "aten.bernoulli_"]

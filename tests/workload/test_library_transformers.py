@@ -110,13 +110,15 @@ PHI = {"model_type": "phi", "architectures": ["PhiForCausalLM"], "hidden_size": 
        "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000, "max_position_embeddings": 256}
 FALCON = {"model_type": "falcon", "architectures": ["FalconForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
           "num_attention_heads": 4, "vocab_size": 1000}
+GPT2 = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 64, "n_layer": 2, "n_head": 4,
+        "vocab_size": 1000, "n_positions": 256}
 ROBERTA = {"model_type": "roberta", "architectures": ["RobertaForMaskedLM"], "hidden_size": 64,
            "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000,
            "max_position_embeddings": 130}
 
 
 @pytest.mark.parametrize("raw,auto", [(PHI, "AutoModelForCausalLM"), (FALCON, "AutoModelForCausalLM"),
-                                      (ROBERTA, "AutoModel")])
+                                      (GPT2, "AutoModelForCausalLM"), (ROBERTA, "AutoModel")])
 def test_a_generic_config_counts_like_transformers(tmp_path, raw, auto):
     cfg = transformers_hf.parse_generic(json.loads(json.dumps(raw)), "config.json")
     assert cfg.family == "text"
@@ -161,3 +163,19 @@ def test_a_moe_module_is_refused_even_without_the_expert_field():
     cfg = transformers_hf.parse_generic(raw, "config.json")  # num_experts left to transformers' default (60)
     with torch.device("meta"), pytest.raises(ValueError, match="mixture of experts .*Qwen2MoeSparseMoeBlock"):
         cfg.build()
+
+
+def test_transformers_gpt2_trains_with_its_head_its_dropout_and_its_python_gelu():
+    # GPT2LMHeadModel (the type's causal LM class, not named *ForCausalLM) keeps its tied head: the loss reads
+    # logits [2, 128, 1000]; in training its three dropouts of p = 0.1 (embeddings; after attention and after
+    # the MLP, per layer: 1 + 2·2 = 5) run as native_dropout kernels, and its gelu_new is transformers' Python
+    # formula (0.5·x·(1 + tanh(sqrt(2/pi)·(x + 0.044715·x^3)))): one tanh per layer
+    cfg = transformers_hf.parse_generic(json.loads(json.dumps(GPT2)), "config.json")
+    assert cfg.architecture == "causal_lm"
+    model = Model(name="gpt2", family=cfg.family, config=cfg, source="config.json")
+    wg = build_graph(model, Workload("training", 2))
+    fwd = [r for r in wg.graph.records if r.phase == "forward"]
+    assert [r.packet for r in fwd].count("aten.native_dropout") == 5
+    assert [r.packet for r in fwd].count("aten.tanh") == 2
+    [nll] = [r for r in fwd if r.packet == "aten.nll_loss_forward"]
+    assert nll.arg("self").shape == (2 * 128, 1000)
