@@ -11,7 +11,8 @@ downloaded (trust_remote_code is off and an "auto_map" is dropped). Three forwar
   its max_position_embeddings, 77) and the vision tower over image_size images (its own, 224), then the
   image-text logits; training: CLIP's symmetric contrastive loss over the batch.
 - any other model_type (family "text", `parse_generic`): AutoModelForCausalLM when "architectures" names a
-  *ForCausalLM or the type's causal LM class (GPT2LMHeadModel), else AutoModel (the base model), over input_ids [B, seq_len] (default GENERIC_TOKENS, at most
+  *ForCausalLM or the type's causal LM class (GPT2LMHeadModel), else AutoModel (the base model), over
+  input_ids [B, seq_len] (default GENERIC_TOKENS, at most
   its position table); training: cross entropy of the logits, or for a base model the mean square of its
   last hidden state (a stand-in objective that gives every parameter a gradient).
 

@@ -165,20 +165,31 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
 def _loss_note(model: Model, whole) -> str:
     """The note naming the objective a step counts and what its kernels cost per micro-batch: the loss ops
     (category "loss" and LOSS_PACKETS) outside the layers of the unsharded graph, forward and backward, and
-    the copies shaped like the tensor they read (the logits' fp32 upcast and its gradient cast back: same
-    element count and last dimension)."""
+    the casts of the tensor they read (the logits' fp32 upcast and its gradient cast back: copies shaped like
+    it, element count and last dimension, that change its dtype), each counted as often as it runs."""
     from planner.workload.graphs import LOSS_PACKETS, loss_text
     ops = [op for op in whole.first.ops + whole.last.ops if op.record.phase in ("forward", "backward")]
     loss = [op for op in ops if op.category == "loss" or op.record.packet in LOSS_PACKETS]
     read = {(math.prod(t.shape), t.shape[-1]) for op in loss for t in op.record.tensors() if len(t.shape) > 1}
-    casts = [op for op in ops if op.category == "copy" and op.record.outputs and len(op.record.outputs[0].shape) > 1
-             and (math.prod(op.record.outputs[0].shape), op.record.outputs[0].shape[-1]) in read]
+
+    def cast(op) -> bool:
+        rec = op.record
+        if op.category != "copy" or not rec.outputs or len(rec.outputs[0].shape) < 2:
+            return False
+        src = rec.tensors()
+        out = rec.outputs[0]
+        return (math.prod(out.shape), out.shape[-1]) in read and bool(src) and src[0].dtype != out.dtype
+
+    casts = [op for op in ops if cast(op)]
     text = f"loss {loss_text(model)}"
     if loss:
         flop = sum(op.cost.flop * op.count for op in loss + casts)
         nbytes = sum(op.cost.bytes * op.count for op in loss + casts)
-        text += (f"; counted: {len(loss)} loss kernels and {len(casts)} fp32 casts, forward and backward, "
-                 f"{si(flop, 'FLOP')} and {si(nbytes, 'B')} per micro-batch")
+        kernels = sum(op.count for op in loss)
+        text += f"; counted: {kernels} loss kernels"
+        if casts:
+            text += f" and {sum(op.count for op in casts)} casts"
+        text += f", forward and backward, {si(flop, 'FLOP')} and {si(nbytes, 'B')} per micro-batch"
     return text
 
 

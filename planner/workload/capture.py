@@ -480,7 +480,7 @@ class _FusedAttention(TorchFunctionMode):
     capturing. Dropout: on a GPU, aten's dropout runs native_dropout, one kernel writing the output and a bool
     mask (backward: native_dropout_backward), where a meta or CPU tensor takes the composite path (bernoulli_,
     div_, mul: three kernels): aten/src/ATen/native/Dropout.cpp, is_fused_kernel_acceptable (a CUDA input,
-    0 < p < 1)."""
+    0 < p < 1). The capture counts the GPU's kernel for every target: a CPU runs the composite's three."""
 
     def __init__(self, recorder: _Recorder):
         super().__init__()

@@ -40,9 +40,9 @@ CROSS_CATEGORIES = ("matmul", "attention", "conv", "elementwise", "norm", "softm
                     "embedding", "loss", "optimizer", "fill", "sort")
 """Op categories an engine's `profiles.other_categories` may name (planner/workload/counting.py's)."""
 CONV_LAYOUTS = ("nchw", "channels_last")
+"""How an engine's convolutions hold their tensors (Engine.conv_layout)."""
 KV_UPDATES = ("in_place", "concatenate")
 """How an engine adds a step's keys and values to the KV cache (Engine.kv_update)."""
-"""How an engine's convolutions hold their tensors (Engine.conv_layout)."""
 POLICIES = ("vllm", "sglang", "trtllm", "static")
 ADMISSIONS = ("on_demand", "reserve_output")
 PREEMPTIONS = ("recompute", "none")
@@ -134,7 +134,7 @@ class Engine:
     separate passes; 1: once, as its cost formula counts)."""
     conv_layout: str = "nchw"
     """How its convolutions hold their tensors: "nchw" (contiguous, as PyTorch builds them) or
-    "channels_last" (NHWC, where the engine's rule takes the graph: planner/workload/lowering.py)."""
+    "channels_last" (NHWC, where the engine's rule takes the graph: planner/workload/kernel_rules.py)."""
 
     def fuses(self, rule: str, phase: str) -> bool:
         """True when the engine applies fusion `rule` to ops of `phase` ("forward"/"backward")."""

@@ -289,8 +289,8 @@ log_softmax + nll_loss; mse_loss and BCE-with-logits are elementwise kernels).""
 
 def loss_text(model: Model) -> str:
     """What objective a training step of `model` is built with (_loss below), in words."""
-    own = getattr(model.config, "loss", None)
-    if own is not None:
+    if hasattr(model.config, "loss"):  # as _loss below decides
+        own = model.config.loss
         doc = " ".join((own.__doc__ or "").split())
         return f"the model's own objective: {doc}" if doc else "the model's own objective"
     if model.family == "decoder":

@@ -4,10 +4,13 @@ A fused kernel's FLOP are the sum of its ops'; its bytes are its external inputs
 a tensor produced and consumed inside the kernel stays on chip, a tensor two of its ops read is read
 once, and a result nobody outside reads is never written. Its time is then one roofline and one
 kernel overhead (planner/predict/roofline.py). Lowering never adds bytes or kernels and never
-changes FLOP (tests/workload/test_lowering.py checks all three on every zoo model).
+changes FLOP (tests/workload/test_lowering.py checks all three on every zoo model); the engine's rewrites
+that are not fusions (planner/workload/kernel_rules.py: channel padding, channels-last convolutions, a
+training batch norm's second read, a dynamic KV cache's concatenation) run on the result.
 
 Conservation: a fused kernel reads every tensor that existed before it, once (views of one storage at
-one offset count as the largest of them), and writes every tensor that outlives it. Only the bytes a member op wrote can stay on chip: a buffer updated in place inside the
+one offset count as the largest of them), and writes every tensor that outlives it. Only the bytes a
+member op wrote can stay on chip: a buffer updated in place inside the
 kernel and then read whole (a KV cache: copy_ writes one token's slice, attention reads every token)
 is read from memory for its prior contents, read bytes - min(read bytes, bytes the member wrote
 there). A write is dropped only when its storage was allocated inside the kernel (a fresh result of a
@@ -45,14 +48,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from planner.memo import IdentityMemo
+from planner.workload import kernel_rules
 from planner.workload.capture import COMMUTES_WITH_QUANTIZE as MAX_POOLS
 from planner.workload.capture import QUANTIZE_PACKET, OpRecord, TensorMeta
 from planner.workload.counting import OpCost, read_tensors, written_tensors
 from planner.workload.engines import Engine
+from planner.workload.kernel_rules import BATCH_NORM, batch_norm_training
 
-BATCH_NORM = frozenset({"aten.native_batch_norm", "aten._native_batch_norm_legit",
-                        "aten._native_batch_norm_legit_no_training", "aten.cudnn_batch_norm", "aten.batch_norm",
-                        "aten._batch_norm_no_update", "aten._batch_norm_with_update"})
 WRITE_ONLY = {"aten.copy_": ("self",), "aten.copy": ("self",)}
 """Arguments an op writes without reading them (its cost formula does not count them as reads)."""
 POINTWISE_CATEGORIES = frozenset({"elementwise", "copy"})
@@ -95,9 +97,8 @@ class Kernel:
 def _kind(rec: OpRecord, category: str) -> str | None:
     if rec.phase == "optimizer":
         return None
-    if rec.packet in BATCH_NORM:
-        training = bool(rec.arg("training", "no_training" not in rec.packet and "no_update" not in rec.packet))
-        return "norm" if training else "bn"  # training BN computes statistics: a norm like any other
+    if rec.packet in BATCH_NORM:  # training BN computes statistics: a norm like any other
+        return "norm" if batch_norm_training(rec) else "bn"
     if category in POINTWISE_CATEGORIES:
         return "pointwise"
     if category in REDUCTION_CATEGORIES:
@@ -131,7 +132,7 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
     if not engine.fusions:
         # an engine without fusion rules (eager) runs every op as its own kernel: what the grouping
         # below returns for it, without the dataflow it would follow for nothing
-        return _appended(_laid_out(list(single), records, engine), records, categories, engine)
+        return kernel_rules.apply(list(single), records, categories, engine)
     n = len(records)
     # (rule, phase) of every fusion the engine applies: a set lookup per candidate, not Engine.fuses' scan
     fuses = {(rule, phase) for rule, phases in engine.fusions for phase in phases}
@@ -226,123 +227,7 @@ def lower(records: tuple[OpRecord, ...], categories: Sequence[str], costs: Seque
                 kernel = replace(kernel, cost=replace(kernel.cost, bytes_written=max(kernel.cost.bytes_written - dead,
                                                                                      0.0)))
         kernels.append(kernel)
-    if engine.conv_channel_multiple > 1:
-        kernels = [_padded(k, engine.conv_channel_multiple) if k.category == "conv" else k for k in kernels]
-    if engine.batch_norm_reads > 1:
-        kernels = [_reread(k, engine.batch_norm_reads) if k.category == "norm" else k for k in kernels]
-    return group_experts(_appended(_laid_out(kernels, records, engine), records, categories, engine), engine)
-
-
-def _appended(kernels: list[Kernel], records: tuple[OpRecord, ...], categories: Sequence[str],
-              engine: Engine) -> list[Kernel]:
-    """`kernels` with each write of new keys or values into a KV cache (a copy_ into a slice of a storage
-    that an attention op then reads whole, [B, Hkv, P + S, D]) made a concatenation where `engine` appends
-    to its cache that way (Engine.kv_update "concatenate": transformers' DynamicCache, torch.cat of the
-    past and the new): the kernel also reads the P past positions and writes them again to a new tensor."""
-    if engine.kv_update != "concatenate":
-        return kernels
-    whole: dict[int, TensorMeta] = {}  # storage -> the cache as an attention op reads it
-    for rec, category in zip(records, categories):
-        if category == "attention":
-            for name in ("key", "value"):
-                t = rec.arg(name)
-                if isinstance(t, TensorMeta) and t.storage:
-                    whole.setdefault(t.storage, t)
-    out = []
-    for k in kernels:
-        dst = k.record.arg("self") if k.record.packet == "aten.copy_" else None
-        cache = whole.get(dst.storage) if isinstance(dst, TensorMeta) and dst.storage else None
-        if cache is not None and cache.bytes > dst.bytes:
-            past = cache.bytes - dst.bytes
-            k = replace(k, cost=replace(k.cost, bytes_read=k.cost.bytes_read + past,
-                                        bytes_written=k.cost.bytes_written + past))
-        out.append(k)
-    return out
-
-
-def _reread(k: Kernel, reads: int) -> Kernel:
-    """`k` reading its batch norm's activations `reads` times where the anchor is a training batch norm,
-    forward (its input) or backward (the gradient and the input): a reduction over N·H·W per channel is
-    too long for one block, so the statistics (backward: the two sums) are one pass and the normalization
-    (backward: the input's gradient) another (Engine.batch_norm_reads). `k` itself otherwise."""
-    rec = k.record
-    if rec.packet == "aten.native_batch_norm_backward":
-        names = ("grad_out", "input")
-    elif rec.packet in BATCH_NORM and rec.arg("training", False):
-        names = ("input",)
-    else:
-        return k
-    extra = (reads - 1) * sum(t.bytes for t in (rec.arg(n) for n in names) if isinstance(t, TensorMeta))
-    return replace(k, cost=replace(k.cost, bytes_read=k.cost.bytes_read + extra))
-
-
-# Inductor's estimate of a channels-last convolution's time over a contiguous one's, by kind, from its
-# microbenchmarks of TorchBench training convolutions: what decide_layout_opt weighs an inference graph's
-# conv FLOP with (torch/_inductor/graph.py, GraphLowering.decide_layout_opt, PyTorch 2.3 to 2.9)
-_INDUCTOR_MULTIPLIER = {"grouped": 1.358, "small": 0.783, "in_out": 0.725, "default": 0.823}
-
-
-def _laid_out(kernels: list[Kernel], records: tuple[OpRecord, ...], engine: Engine) -> list[Kernel]:
-    """`kernels` with every convolution, forward and backward, named "convolution[NHWC]" where `engine` runs
-    them channels-last (Engine.conv_layout) and its rule takes this graph: the kernels a profile of
-    contiguous (NCHW) convolutions timed between layout transforms run without them
-    (planner/hardware/profile_select.py)."""
-    if engine.conv_layout != "channels_last" or not _layout_optimized(records):
-        return kernels
-    return [replace(k, record=replace(k.record, op=re.sub(r"convolution(_backward)?", r"\g<0>[NHWC]", k.record.op,
-                                                              count=1)))
-            if k.category == "conv" else k for k in kernels]
-
-
-def _layout_optimized(records: tuple[OpRecord, ...]) -> bool:
-    """Inductor's decide_layout_opt on a captured graph: channels-last when it has convolutions, fewer than
-    300 ops per convolution, and (training) no grouped convolution of more than one channel per group, no
-    k > 1 convolution with at least twice the input channels as output channels, not every convolution of
-    at most 64 channels; (inference) conv FLOP weighted by _INDUCTOR_MULTIPLIER no more than unweighted."""
-    convs = [r for r in records if r.packet == "aten.convolution" and isinstance(r.arg("weight"), TensorMeta)]
-    if not convs or len(records) >= 300 * len(convs):
-        return False
-
-    def kind(rec: OpRecord) -> str:
-        w = rec.arg("weight").shape  # [C_out, C_in / groups, *kernel]
-        if rec.arg("groups", 1) > 1 and w[1] > 1:
-            return "grouped"
-        if w[0] <= 64 and w[1] <= 64:
-            return "small"
-        return "in_out" if w[0] * 2 <= w[1] and len(w) > 2 and w[2] > 1 else "default"
-
-    kinds = [kind(r) for r in convs]
-    if any(r.phase == "backward" for r in records):
-        return "grouped" not in kinds and "in_out" not in kinds and set(kinds) != {"small"}
-    flop = [2.0 * math.prod(r.outputs[0].shape) * math.prod(r.arg("weight").shape[1:]) for r in convs]
-    return sum(f * _INDUCTOR_MULTIPLIER[k] for f, k in zip(flop, kinds)) <= sum(flop)
-
-
-def _padded(k: Kernel, multiple: int) -> Kernel:
-    """`k` with its convolution's input channels padded up to `multiple`: the anchor's input and weight
-    shapes padded (so efficiency lookups see the padded reduction, C·R·S), its conv FLOP scaled by padded /
-    real channels, and "[C 3->4]" in its name. The padded lanes are zeros made on chip: bytes as counted.
-    `k` itself where no padding is needed or applies (a backward conv keeps its own shapes)."""
-    rec = k.record
-    weight, x = rec.arg("weight"), rec.arg("input")
-    # the vectorized formats pad a tensor's C, not C per group: grouped (depthwise) and transposed convs
-    # (whose weight's dim 1 is output channels) are left as they are
-    if rec.packet != "aten.convolution" or not isinstance(weight, TensorMeta) or not isinstance(x, TensorMeta) \
-            or len(weight.shape) < 2 or weight.shape[1] % multiple == 0 or rec.arg("groups", 1) != 1 \
-            or rec.arg("transposed", False):
-        return k
-    c = weight.shape[1]
-    padded = -(-c // multiple) * multiple
-    conv_flop = 2.0 * math.prod(rec.outputs[0].shape) * math.prod(weight.shape[1:])
-    extra = conv_flop * (padded - c) / c
-
-    def pad(t: TensorMeta, channels: int) -> TensorMeta:
-        return replace(t, shape=(t.shape[0], channels) + t.shape[2:], touched=t.touched // t.shape[1] * channels)
-
-    args = tuple((name, pad(v, padded) if name in ("weight", "input") else v) for name, v in rec.args)
-    name = rec.op.replace("convolution", f"convolution[C {c}->{padded}]", 1)
-    return replace(k, record=replace(rec, op=name, args=args), cost=replace(k.cost, flop=k.cost.flop + extra),
-                   padding_flop=extra)
+    return group_experts(kernel_rules.apply(kernels, records, categories, engine), engine)
 
 
 def _dead_written(members: list[int], records, consumers) -> float:

@@ -262,13 +262,13 @@ def _conv_record(cin: int, cout: int, k: int, stride: int, n: int = 32, hw: int 
 
 
 def test_a_channels_last_conv_read_off_an_nchw_profile_sheds_its_layout_transforms():
-    # H100's eager profile times a 3x3 conv of NCHW bf16 tensors as cuDNN runs it: the NHWC kernel between
-    # transforms of input, weight and output. A channels-last conv (lowering's "[NHWC]") takes that time
-    # less one read and one write of every operand at the profile's copy rate:
-    #   t = max(FLOP / peak, bytes / bw) / eta,  t' = t - 2·bytes / (bw · eta_copy(2·bytes)),  eta' = eta·t / t'
+    # The H100's eager ResNet-50 training trace (batch 32, bf16; shared reference, summarized in
+    # planner/hardware/profile_select.py) runs the 3x3 64 -> 64 conv on 56x56 maps as 24 us of sm90 NHWC fprop
+    # kernel between 22 us of nchwToNhwc / nhwcToNchw transforms: 46 us as eager calls it, 24 us channels-last.
+    # Eager's profile predicts the first; the same record named "[NHWC]" (as kernel_rules names compile's
+    # convolutions) the second, each within the profile tier's band
     from dataclasses import replace
 
-    from planner.hardware.profile import _log2
     from planner.workload.counting import classify
     ctx = default_context()
     h100 = ctx.catalog.device("h100-sxm")
@@ -276,19 +276,18 @@ def test_a_channels_last_conv_read_off_an_nchw_profile_sheds_its_layout_transfor
     assert eff.profile.library == "pytorch-eager"
     rec = _conv_record(64, 64, 3, 1)
     nhwc = replace(rec, op=rec.op.replace("convolution", "convolution[NHWC]"))
-    eta, eta_nhwc = eff.efficiencies(rec, "conv", h100)[0], eff.efficiencies(nhwc, "conv", h100)[0]
     cost = classify(rec, False)[1]
-    t = max(cost.flop / h100.peak("bf16"), cost.bytes / h100.mem_bytes_per_s) / eta
-    moved = 2 * cost.bytes  # 2 · (12.85 MB in + 73.7 kB weight + 12.85 MB out)
-    t_left = t - moved / (h100.mem_bytes_per_s * eff.model.curve_eta("mem:copy", (_log2(moved),)))
-    assert 0 < t_left < t
-    assert eta_nhwc == pytest.approx(min(eta * t / t_left, max(eta, eff.model.kind_defaults.conv_max_efficiency)))
-    assert eta < eta_nhwc <= 1.0
-    # a 1x1 stride-1 conv runs as a GEMM on NCHW tensors (no transform to shed); eager's NCHW record, and
-    # a datasheet-tier device, are untouched
+    eager_s = op_time(rec, "conv", cost, "bf16", h100, eff).time_s
+    nhwc_s = op_time(nhwc, "conv", cost, "bf16", h100, eff).time_s
+    assert eager_s == pytest.approx(46e-6, rel=eff.band_fraction)
+    assert nhwc_s == pytest.approx(24e-6, rel=eff.band_fraction)
+    # never faster than the roofline: max(FLOP / peak, bytes / bandwidth)
+    assert nhwc_s >= max(cost.flop / h100.peak("bf16"), cost.bytes / h100.mem_bytes_per_s)
+    # a 1x1 stride-1 conv runs as a GEMM on NCHW tensors (no transform to shed); a datasheet-tier device is
+    # untouched
     one = _conv_record(256, 64, 1, 1)
-    assert eff.efficiencies(replace(one, op=one.op.replace("convolution", "convolution[NHWC]")), "conv", h100) == \
-        eff.efficiencies(one, "conv", h100)
+    one_nhwc = replace(one, op=one.op.replace("convolution", "convolution[NHWC]"))
+    assert eff.efficiencies(one_nhwc, "conv", h100) == eff.efficiencies(one, "conv", h100)
     l4 = ctx.catalog.device("l4")
     sheet = ctx.efficiency(l4, get_engine("compile").libraries)
     assert sheet.efficiencies(nhwc, "conv", l4) == sheet.efficiencies(rec, "conv", l4)
@@ -299,7 +298,8 @@ def test_compiled_norms_stream_at_the_datasheet_rate_not_eagers_batch_norm_kerne
     # batch norm kernels; a norm takes the datasheet tier (half the vector peak, 0.90 of the bandwidth)
     ctx = default_context()
     h100 = ctx.catalog.device("h100-sxm")
-    compiled, eager = ctx.efficiency(h100, get_engine("compile").libraries), ctx.efficiency(h100, get_engine("eager").libraries)
+    compiled = ctx.efficiency(h100, get_engine("compile").libraries)
+    eager = ctx.efficiency(h100, get_engine("eager").libraries)
     rec = _conv_record(64, 64, 3, 1)  # stands in for any record: the category decides
     assert compiled.efficiencies(rec, "norm", h100) == DatasheetEfficiency(ctx.defaults).efficiencies(rec, "norm", h100)
     assert compiled.efficiencies(rec, "elementwise", h100) == eager.efficiencies(rec, "elementwise", h100)

@@ -130,5 +130,6 @@ def test_training_dropout_is_one_kernel_each_way_as_on_a_gpu():
     assert (cost.bytes_read, cost.bytes_written) == (2 * n, 2 * n + n)
     assert bwd.phase == "backward"
     # at inference (training=False) dropout is the identity: no kernel
-    graph = capture(lambda _cap: torch.nn.functional.dropout(x.detach(), 0.1, training=False), torch.bfloat16, 16, "bf16")
+    graph = capture(lambda _cap: torch.nn.functional.dropout(x.detach(), 0.1, training=False),
+                    torch.bfloat16, 16, "bf16")
     assert not [r for r in graph.records if "dropout" in r.packet or r.packet == "aten.bernoulli_"]

@@ -312,8 +312,9 @@ def test_single_op_kernels_are_shared_between_engines_and_equal_a_fresh_lowering
     assert unfused and all(any(k is e for e in lowered["eager"]) for k in unfused)
 
 
-def _training_convs(module: nn.Module, x_shape: tuple, engine: str):
-    """Kernels of one training step (forward and backward, no optimizer) of `module` on x, in bf16."""
+def _training_convs(module: nn.Module, x_shape: tuple, engine):
+    """Kernels `engine` (a name or an Engine) runs for one training step (forward and backward, no
+    optimizer) of `module` on x, in bf16."""
     module = module.to(device="meta", dtype=torch.bfloat16).train()
     x = torch.empty(*x_shape, device="meta", dtype=torch.bfloat16)
 
@@ -321,10 +322,8 @@ def _training_convs(module: nn.Module, x_shape: tuple, engine: str):
         module(x).float().pow(2).mean().backward()
 
     graph = capture(run, torch.bfloat16, 16, "bf16", parameters=tuple(module.parameters()))
-    tags = pointwise_packets(graph)
-    classified = [classify(r, r.packet in tags) for r in graph.records]
-    return lower(graph.records, [c for c, _ in classified], [c for _, c in classified], ["first"] * len(classified),
-                 get_engine(engine))
+    return lower(graph.records, *classified(graph), ["first"] * len(graph.records),
+                 get_engine(engine) if isinstance(engine, str) else engine)
 
 
 def test_compile_runs_convolutions_channels_last_where_inductor_would():
@@ -342,9 +341,12 @@ def test_compile_runs_convolutions_channels_last_where_inductor_would():
     (nn.Conv2d(256, 96, 3, padding=1), "in_out: 96·2 <= 256 input channels at k = 3"),
     (nn.Conv2d(128, 128, 3, padding=1, groups=4), "grouped, 32 channels per group"),
     (nn.Conv2d(64, 32, 1), "every conv of 64 channels or fewer"),
+    (nn.Sequential(nn.Conv2d(64, 256, 1), nn.Conv2d(256, 64, 1), nn.Conv2d(64, 32, 3, padding=1)),
+     "in_out: 32·2 <= 64 at k = 3, though also 'small'"),
 ])
 def test_compile_keeps_nchw_where_inductor_skips_the_layout_optimization(conv, why):
-    kernels = _training_convs(conv, (4, conv.in_channels, 14, 14), "compile")
+    channels = next(m for m in conv.modules() if isinstance(m, nn.Conv2d)).in_channels
+    kernels = _training_convs(conv, (4, channels, 14, 14), "compile")
     assert all("[NHWC]" not in k.record.op for k in kernels if k.category == "conv"), why
 
 
@@ -357,32 +359,26 @@ def test_compiled_resnet50_inference_is_channels_last():
 
 
 def test_compile_reads_a_training_batch_norms_activations_twice():
-    # conv 3x3 96 -> 128, BN (training), ReLU on x [8, 96, 28, 28] bf16: Inductor's statistics pass and its
+    # conv 3x3 96 -> 128, BN (training), ReLU on x [8, 96, 28, 28] bf16: the per-channel reduction runs over
+    # N·H·W = 8·28·28 = 6,272 > 1,024 elements (not persistent), so Inductor's statistics pass and its
     # normalize pass each read the conv's output y [8, 128, 28, 28] = 8·128·28·28·2 = 1,605,632 B; backward,
     # the sums and the input-gradient pass each read the gradient and y: 2 · 1,605,632 B more
-    block = nn.Sequential(nn.Conv2d(96, 128, 3, padding=1, bias=False), nn.BatchNorm2d(128), nn.ReLU())
-    module = block.to(device="meta", dtype=torch.bfloat16).train()
-    x = torch.empty(8, 96, 28, 28, device="meta", dtype=torch.bfloat16)
+    def block():
+        return nn.Sequential(nn.Conv2d(96, 128, 3, padding=1, bias=False), nn.BatchNorm2d(128), nn.ReLU())
 
-    def run(_cap):
-        module(x).float().pow(2).mean().backward()
-
-    graph = capture(run, torch.bfloat16, 16, "bf16", parameters=tuple(module.parameters()))
-    tags = pointwise_packets(graph)
-    classified = [classify(r, r.packet in tags) for r in graph.records]
     compile_ = get_engine("compile")
     assert compile_.batch_norm_reads == 2
 
-    def norms(engine):
-        ks = lower(graph.records, [c for c, _ in classified], [c for _, c in classified],
-                   ["first"] * len(classified), engine)
-        return [k for k in ks if k.category == "norm"]
+    def norms(engine, hw: int):
+        return [k for k in _training_convs(block(), (8, 96, hw, hw), engine) if k.category == "norm"]
 
-    twice, once = norms(compile_), norms(replace(compile_, batch_norm_reads=1))
+    twice, once = norms(compile_, 28), norms(replace(compile_, batch_norm_reads=1), 28)
     y = 8 * 128 * 28 * 28 * 2
     assert [k.record.phase for k in twice] == ["forward", "backward"]
     assert [a.cost.bytes_read - b.cost.bytes_read for a, b in zip(twice, once)] == [y, 2 * y]
     assert [a.cost.bytes_written for a in twice] == [b.cost.bytes_written for b in once]
+    # at 8·8·8 = 512 elements per channel the reduction is persistent: one read, as counted
+    assert [k.cost for k in norms(compile_, 8)] == [k.cost for k in norms(replace(compile_, batch_norm_reads=1), 8)]
 
 
 def test_hf_generate_concatenates_its_dynamic_cache_every_decode_step():
@@ -403,3 +399,14 @@ def test_hf_generate_concatenates_its_dynamic_cache_every_decode_step():
     assert eager.cost.bytes == 65_536
     assert dynamic.cost.bytes == 65_536 + 2 * 16 * 8 * 768 * 128 * 2
     assert get_engine("hf-generate").kv_update == "concatenate" and get_engine("eager").kv_update == "in_place"
+
+
+def test_hf_generate_leaves_a_prefill_into_an_empty_cache_as_it_is():
+    # prefill of 64 tokens: the cache holds nothing before (P = 0), so the concatenation moves what the
+    # in-place write moves
+    from planner.workload.device_graph import device_graph
+    from planner.workload.parallelism import Parallelism
+    model = resolve("llama-3.1-8b")
+    costs = {e: [op.cost for op in device_graph(model, Workload("prefill", 2, 64, engine=e), Parallelism()).layer.ops
+                 if op.record.packet == "aten.copy_"] for e in ("eager", "hf-generate")}
+    assert costs["eager"] and costs["eager"] == costs["hf-generate"]
