@@ -313,14 +313,15 @@ class ProfileEfficiency:
 NCHW_TRANSFORM_BANDWIDTH_FRACTION = 0.48
 """Rate of cuDNN's layout transforms, as a fraction of HBM bandwidth, counting one read and one write of each
 operand of the conv: in the H100's eager ResNet-50 training trace (batch 32, bf16, cuDNN 9.19;
-shared reference h100_resnet50_train_b32_amp_bf16), the 62 conv calls with transforms moved 3.11 GB so
-counted in 1.92 ms of nchwToNhwc / nhwcToNchw kernels: 1.62 TB/s of 3.35 (forward 1.64, backward 1.61 TB/s)."""
+benchmarks/data/traces/h100_resnet50_train_b32_amp_bf16.json.gz), the 62 conv calls with transforms moved
+3.11 GB so counted in 1.92 ms of nchwToNhwc / nhwcToNchw kernels: 1.62 TB/s of 3.35 (forward 1.64, backward
+1.61 TB/s). benchmarks/conv_transforms.py reads it off the trace."""
 NCHW_CONV_LIBRARIES = ("pytorch-eager",)
 """Libraries whose profiles time 16-bit convolutions of contiguous (NCHW) tensors as cuDNN runs them on an
 NVIDIA GPU: a k > 1 or strided conv as an NHWC kernel between nchwToNhwc transforms of its input and weight
-and an nhwcToNchw of its output (the H100's eager ResNet-50 training trace, benchmarks/data/measured/
-h100-sxm: 22 of the forward's 46 us of a 3x3 64-channel 56x56 batch-32 conv are transforms; 1x1 stride-1
-convs run as GEMMs without them)."""
+and an nhwcToNchw of its output (the H100's eager ResNet-50 training trace, benchmarks/data/traces: 22 of the
+forward's 46 us of a 3x3 64-channel 56x56 batch-32 conv are transforms; 1x1 stride-1 convs run as GEMMs
+without them)."""
 
 _KEYS = IdentityMemo(65_536)
 """ProfileEfficiency._key by (op record, category, the fitted model's curve keys)."""

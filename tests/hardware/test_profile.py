@@ -262,7 +262,7 @@ def _conv_record(cin: int, cout: int, k: int, stride: int, n: int = 32, hw: int 
 
 
 def test_a_channels_last_conv_read_off_an_nchw_profile_sheds_its_layout_transforms():
-    # The H100's eager ResNet-50 training trace (batch 32, bf16; shared reference, summarized in
+    # The H100's eager ResNet-50 training trace (batch 32, bf16; benchmarks/data/traces, summarized in
     # planner/hardware/profile_select.py) runs the 3x3 64 -> 64 conv on 56x56 maps as 24 us of sm90 NHWC fprop
     # kernel between 22 us of nchwToNhwc / nhwcToNchw transforms: 46 us as eager calls it, 24 us channels-last.
     # Eager's profile predicts the first; the same record named "[NHWC]" (as kernel_rules names compile's
