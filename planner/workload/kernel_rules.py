@@ -37,9 +37,11 @@ BATCH_NORM_BACKWARD = {"aten.native_batch_norm_backward": ("grad_out", "input"),
                        "aten.batch_norm_backward": ("grad_out", "input"),
                        "aten.cudnn_batch_norm_backward": ("grad_output", "input")}
 """Backward batch norm packets and the activation-sized tensors each reads."""
-PERSISTENT_REDUCTION_ELEMENTS = 1024
-"""Longest reduction Inductor runs persistent, in one block that keeps its input for the pointwise part
-(torch/_inductor/choices.py, should_use_persistent_reduction); longer ones are loops or split across blocks."""
+PERSISTENT_REDUCTION_ELEMENTS = 64
+"""Longest batch-norm reduction Inductor runs persistent, in one block that keeps its input for the pointwise
+part: a channels-last batch norm reduces over N·H·W with the channels innermost, an outer reduction, whose
+threshold is 64 elements (1,024 only for inner reductions: torch/_inductor/choices.py,
+should_use_persistent_reduction, `{ReductionHint.INNER: 1024}.get(hint, 64)`); longer ones loop or split."""
 INDUCTOR_MULTIPLIER = {"grouped": 1.358, "small": 0.783, "in_out": 0.725, "default": 0.823}
 """Inductor's estimate of a channels-last convolution's time over a contiguous one's, by kind, from its
 microbenchmarks of TorchBench training convolutions: what decide_layout_opt weighs an inference graph's conv

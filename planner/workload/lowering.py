@@ -42,7 +42,6 @@ Groups never cross roles (first / layer / last of the folded graph) nor phases.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace

@@ -360,7 +360,7 @@ def test_compiled_resnet50_inference_is_channels_last():
 
 def test_compile_reads_a_training_batch_norms_activations_twice():
     # conv 3x3 96 -> 128, BN (training), ReLU on x [8, 96, 28, 28] bf16: the per-channel reduction runs over
-    # N·H·W = 8·28·28 = 6,272 > 1,024 elements (not persistent), so Inductor's statistics pass and its
+    # N·H·W = 8·28·28 = 6,272 > 64 elements (an outer reduction, not persistent), so Inductor's statistics pass and its
     # normalize pass each read the conv's output y [8, 128, 28, 28] = 8·128·28·28·2 = 1,605,632 B; backward,
     # the sums and the input-gradient pass each read the gradient and y: 2 · 1,605,632 B more
     def block():
@@ -377,8 +377,9 @@ def test_compile_reads_a_training_batch_norms_activations_twice():
     assert [k.record.phase for k in twice] == ["forward", "backward"]
     assert [a.cost.bytes_read - b.cost.bytes_read for a, b in zip(twice, once)] == [y, 2 * y]
     assert [a.cost.bytes_written for a in twice] == [b.cost.bytes_written for b in once]
-    # at 8·8·8 = 512 elements per channel the reduction is persistent: one read, as counted
-    assert [k.cost for k in norms(compile_, 8)] == [k.cost for k in norms(replace(compile_, batch_norm_reads=1), 8)]
+    # at 8·2·2 = 32 elements per channel the reduction is persistent: one read, as counted; at 8·4·4 = 128 not
+    assert [k.cost for k in norms(compile_, 2)] == [k.cost for k in norms(replace(compile_, batch_norm_reads=1), 2)]
+    assert [k.cost for k in norms(compile_, 4)] != [k.cost for k in norms(replace(compile_, batch_norm_reads=1), 4)]
 
 
 def test_hf_generate_concatenates_its_dynamic_cache_every_decode_step():
