@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 import planner.serve.api as serve_api  # noqa: E402
 from planner.predict.api import Request  # noqa: E402
+from planner.predict.context import default_context  # noqa: E402
 from planner.serve.api import Load, Scheduling, Slo, serve  # noqa: E402
 from planner.serve.sweep import sweep  # noqa: E402
 
@@ -135,7 +136,7 @@ def main() -> None:
 
     clock = SimClock()
     req = Request(MODEL, DEVICE, input_len=PROMPT, output_len=OUTPUT, engine=ENGINE)
-    serve_api._STEPS.clear()
+    default_context().cache("serve.steps").clear()  # the first call fills the step-time grid
     first_load = Load(rate_rps=RATES[0], requests=1000)
     first_s, first_sim_s, _, first = timed_serve(clock, req, first_load)
     again_s = timed_serve(clock, req, first_load)[0]

@@ -1,4 +1,4 @@
-"""Decoder-only language models: Llama, Mistral, Mixtral (MoE), GPT-2, GPT-J, GPT-3, Qwen 2/2.5/3 and
+"""Decoder-only language models: Llama, Mistral, Mixtral (MoE), GPT-2, GPT-J, GPT-3, Falcon-7B, Qwen 2/2.5/3 and
 Qwen3-MoE, Gemma 2, Phi-3, DeepSeek-V3 (multi-head latent attention + shared-expert MoE, models/mla.py and
 models/moe.py), gpt-oss and Llama 4 (MoE).
 

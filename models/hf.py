@@ -17,7 +17,7 @@ from .encoder import BertConfig
 from .vision import ResNetConfig, ViTConfig
 
 MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "phi3", "gpt_oss", "llama4_text",
-               "deepseek_v3", "gpt2", "gptj", "bert", "vit", "resnet")
+               "deepseek_v3", "gpt2", "gptj", "falcon", "bert", "vit", "resnet")
 
 # Largest value accepted per field, checked before anything is built: above every published model
 # (405B: 126 layers, hidden 16384; DeepSeek-V3: 256 experts; Gemma: 256k vocabulary; Llama 4: 10M
@@ -277,6 +277,29 @@ def _gptj(f: _Fields) -> DecoderConfig:
         parallel_block=True, fused_qkv=False)
 
 
+def _falcon(f: _Fields) -> DecoderConfig:
+    """Falcon (7B's layout, FalconForCausalLM): one fused query_key_value projection with one shared K/V head
+    (multi_query) or as many as the queries, rotary positions on the whole head, a 4 x d GELU MLP, LayerNorm,
+    attention and MLP in parallel off one norm (parallel_attn; else one after the other), the head tied to
+    the embeddings. Falcon-40B/180B's layout (new_decoder_architecture: grouped K/V heads, two norms per
+    parallel block) and ALiBi positions (Falcon-RW) are refused rather than counted as another model."""
+    for key, what in (("new_decoder_architecture", "Falcon-40B/180B's layout: two norms per parallel block"),
+                      ("alibi", "ALiBi positions")):
+        if f.bool(key, False):
+            raise f._fail(key, f"is true ({what}), which is not modelled; valid: false (Falcon-7B's layout)")
+    d, heads = f.int("hidden_size"), f.int("num_attention_heads")
+    f.divides("num_attention_heads", heads, "hidden_size", d)
+    bias, parallel = f.bool("bias", False), f.bool("parallel_attn", True)
+    return DecoderConfig(
+        vocab_size=f.int("vocab_size"), hidden_size=d, num_layers=f.int("num_hidden_layers"), num_heads=heads,
+        num_kv_heads=1 if f.bool("multi_query", True) else heads, head_dim=d // heads,
+        intermediate_size=f.int("ffn_hidden_size", None) or 4 * d, mlp="gelu", norm="layer",
+        norm_eps=f.float("layer_norm_epsilon", 1e-5), position="rope", rotary_dim=d // heads,
+        rope_theta=f.float("rope_theta", 10000.0), max_position_embeddings=f.int("max_position_embeddings", 2048),
+        qkv_bias=bias, out_bias=bias, mlp_bias=bias, lm_head_bias=False,
+        tie_embeddings=f.bool("tie_word_embeddings", True), parallel_block=parallel, fused_qkv=True)
+
+
 def _bert(f: _Fields) -> BertConfig:
     d, heads = f.int("hidden_size"), f.int("num_attention_heads")
     f.divides("num_attention_heads", heads, "hidden_size", d)
@@ -317,6 +340,7 @@ _PARSERS = {"llama": ("decoder", _llama_like), "mistral": ("decoder", _llama_lik
             "gemma2": ("decoder", _modern), "phi3": ("decoder", _modern), "gpt_oss": ("decoder", _modern),
             "llama4_text": ("decoder", _modern), "deepseek_v3": ("decoder", _deepseek),
             "mixtral": ("decoder", _llama_like), "gpt2": ("decoder", _gpt2), "gptj": ("decoder", _gptj),
+            "falcon": ("decoder", _falcon),
             "bert": ("encoder", _bert), "vit": ("vision", _vit), "resnet": ("vision", _resnet)}
 
 
@@ -327,7 +351,8 @@ _REQUIRED = {"llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAM
              "gpt_oss": _LLAMA + ("num_local_experts",), "llama4_text": _LLAMA + ("num_local_experts",),
              "deepseek_v3": _LLAMA + ("n_routed_experts", "moe_intermediate_size", "kv_lora_rank",
                                       "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"), "mixtral": _LLAMA + ("num_local_experts",), "gpt2": _GPT,
-             "gptj": _GPT, "bert": ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+             "gptj": _GPT, "falcon": ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads"),
+             "bert": ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                                     "intermediate_size"),
              "vit": ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"),
              "resnet": ("depths", "hidden_sizes")}

@@ -10,6 +10,7 @@ which bounds the nesting depth and refuses NaN and infinity. Nothing read here i
 from __future__ import annotations
 
 import contextlib
+import importlib.resources
 import json
 import math
 import os
@@ -22,10 +23,38 @@ import orjson
 
 from planner.errors import ConfigError
 
+SPECS_PACKAGE = "planner_specs"
+"""The package the top-level hardware_specs/ folder installs as (pyproject.toml: package-dir), so a wheel
+carries the catalog, engines, profiles and curves as package data."""
+SPECS_ENV = "PLANNER_HARDWARE_SPECS"
+"""The environment variable naming another hardware_specs folder to read instead of the shipped one."""
+
+
+def shipped_specs() -> Path:
+    """The hardware_specs folder installed with planner, found through importlib.resources: the checkout's
+    own folder in an editable install, site-packages/planner_specs in a wheel's."""
+    return Path(str(importlib.resources.files(SPECS_PACKAGE)))
+
+
+def specs_root() -> Path:
+    """The one data root: the folder named by $PLANNER_HARDWARE_SPECS when that is set, else shipped_specs()."""
+    override = os.environ.get(SPECS_ENV)
+    return Path(override) if override else shipped_specs()
+
+
 MAX_FILE_BYTES = 64 * 2**20
 """Largest data file read (64 MiB): the biggest shipped file, a calibration profile, is about 1.5 MiB."""
 MAX_JSON_DEPTH = 64
 """Deepest JSON nesting accepted: planner's own files nest at most 5 deep."""
+
+
+def new_file_mode() -> int:
+    """The permissions of a file the program creates, 0666 less the process's umask (as open() gives): the
+    temporary file of an atomic write gets them before it is renamed into place, as tempfile.mkstemp
+    creates it 0600, readable by its owner only."""
+    mask = os.umask(0o022)  # read by setting: os has no getter before Python 3.13
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
@@ -41,6 +70,7 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     except OSError as exc:
         raise ConfigError(f"cannot write '{target}': {exc.strerror}") from None
     try:
+        os.chmod(tmp, new_file_mode())
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

@@ -16,6 +16,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw
 
 from planner.errors import ConfigError
+from planner.files import new_file_mode
 from planner.hardware.catalog import Device
 from planner.predict.roofline import vector_peak
 from planner.predict.timing import OpRow
@@ -92,6 +93,7 @@ def _save(img: Image.Image, target: Path) -> Path:
     fd, tmp = tempfile.mkstemp(suffix=".png", dir=target.parent)
     os.close(fd)
     try:
+        os.chmod(tmp, new_file_mode())  # mkstemp's 0600 -> what open() would give
         img.save(tmp, format="PNG")
         os.replace(tmp, target)
     finally:

@@ -37,6 +37,20 @@ def count(value: float) -> str:
     return f"{int(round(value)):,}"
 
 
+def usd(value: float) -> str:
+    """Dollars for people: whole dollars with thousands separators from $1,000 ("$346,500"), cents below
+    ("$3.47"), three significant figures under a dollar ("$0.0123"); "-" for a number that is not finite."""
+    if not math.isfinite(value):
+        return "-"
+    sign, size = ("-" if value < 0 else ""), abs(value)
+    if round(size, 2) >= 1000:
+        return f"{sign}${size:,.0f}"
+    digits = 2 - math.floor(math.log10(size)) if 0 < size < 1 else 2
+    if round(size, digits) >= 1:  # 0.9996 is "$1.00", not "$1.000"
+        digits = 2
+    return f"{sign}${size:,.{digits}f}"
+
+
 _PLAIN = frozenset({str, int, bool, type(None)})
 _isfinite = math.isfinite
 

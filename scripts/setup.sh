@@ -11,7 +11,7 @@ cd "$root"
 py="${PYTHON:-python3}"
 stamp=".venv/.planner-installed"
 
-if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && .venv/bin/python -c "import planner, torch" 2>/dev/null; then
+if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ "$stamp" -nt setup.py ] && .venv/bin/python -c "import planner, torch" 2>/dev/null; then
     exit 0
 fi
 
@@ -34,7 +34,7 @@ fi
 constraints=".venv/torch-constraint.txt"
 .venv/bin/python -c "import torch; print('torch==' + torch.__version__)" > "$constraints"
 echo "setup: installing planner and its dependencies into .venv" >&2
-pipq --constraint "$constraints" -e ".[test,zoo,dask,ray]"
+pipq --constraint "$constraints" -e ".[test,docs,zoo,dask,ray]"
 .venv/bin/python -c "import planner, torch, fvcore, pyomo, highspy, streamlit, diffusers, transformers; from planner_models.tv_ops import import_torchvision; import_torchvision(); import timm" \
     || { echo "setup: the install did not complete; see the messages above" >&2; exit 1; }
 touch "$stamp"

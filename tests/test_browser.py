@@ -2,7 +2,7 @@
 a procurement planner's tasks: serve llama-3.1-70b on 8 GPUs under an SLO; train llama-3.1-8b on 64
 GPUs; solve hybrid.yaml and download all three files; add a custom GPU and compare it. Every page is
 opened, checked for a traceback, and saved as a screenshot: in $SCREENSHOT_DIR when set
-(SCREENSHOT_DIR=docs/screenshots refreshes the pictures the README shows), else in a temporary folder, so
+(SCREENSHOT_DIR=docs/screenshots refreshes the pictures the docs show), else in a temporary folder, so
 that a test run leaves the committed pictures alone."""
 
 import os

@@ -75,6 +75,19 @@ def test_bad_custom_model_and_bad_sizes_are_clear_errors(capsys):
     assert "1024 positions" in capsys.readouterr().err
 
 
+def test_a_length_flag_the_mode_does_not_read_is_refused_naming_the_one_it_does(capsys):
+    # a decode step reads the KV cache's length (--context-len), never --seq-len; every other mode the reverse
+    assert main(["count", "gpt2", "--mode", "decode", "--seq-len", "10"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("planner: error: --seq-len does not apply to --mode decode (one new token on a KV cache); give "
+                   "the tokens already in the cache with --context-len 10\n")
+    assert main(["count", "gpt2", "--mode", "prefill", "--context-len", "10"]) == 2
+    assert "--context-len applies to --mode decode only; for --mode prefill give the sequence length with --seq-len " \
+           "10" in capsys.readouterr().err
+    assert main(["count", "gpt2", "--mode", "decode", "--context-len", "10", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["context_len"] == 10
+
+
 def test_negative_batch_is_rejected_by_the_parser():
     result = _run("count", "gpt2", "--batch", "-1")
     assert result.returncode == 2 and "whole number from 1" in result.stderr and "Traceback" not in result.stderr

@@ -2,7 +2,9 @@
 
 import json
 import os
+import re
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +36,13 @@ def test_predict_text_ops_and_roofline(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "samples/s" in text and "aten.convolution" in text and "bound" in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert stat.S_IMODE(png.stat().st_mode) == 0o666 & ~_umask()  # as open() gives, not mkstemp's 0600
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def test_configs_one_json_line_per_row_and_bad_rows_do_not_stop_the_rest(tmp_path, capsys):
@@ -114,3 +123,58 @@ def test_a_sequence_beyond_the_context_window_is_predicted_with_a_note(capsys):
     assert main(["serve", "llama-2-7b", "--device", "h100-sxm", "--input-len", "8000", "--output-len", "100",
                  "--rate", "0.1", "--requests", "3"]) == 0
     assert "requests of up to 8,100 tokens (prompt + output) exceed llama-2-7b's context window" in capsys.readouterr().out
+
+
+def test_compare_gpus_fixes_the_devices_of_each_configuration_and_shows_tp_dp_batch(capsys):
+    # Llama 3.1 70B: 70.55e9 parameters x 2 B = 141 GB of weights. On 8 devices an H100 (80 GiB x 0.9 usable)
+    # needs tp 2 (dp 4); an MI300X (192 GiB) holds it at tp 1 (dp 8): gpus = tp x dp = 8 on both
+    assert main(["compare", "llama-3.1-70b", "--devices", "h100-sxm,mi300x", "--gpus", "8", "--output-len", "8",
+                 "--json"]) == 0
+    rows = {r["device"]: r for r in json.loads(capsys.readouterr().out)}
+    assert {d: (r["gpus"], r["tp"], r["dp"], r["batch"], r["fits"]) for d, r in rows.items()} == {
+        "h100-sxm": (8, 2, 4, 1, True), "mi300x": (8, 1, 8, 1, True)}
+    assert main(["compare", "llama-3.1-70b", "--devices", "h100-sxm", "--gpus", "8", "--output-len", "8"]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    assert header.split()[:5] == ["device", "gpus", "tp", "dp", "batch"] and row.split()[:5] == ["h100-sxm", "8", "2",
+                                                                                                 "4", "1"]
+
+
+def test_a_prediction_that_does_not_fit_names_the_tensor_parallel_degree_that_does(capsys):
+    # 141 GB of weights: 8 x H100 at tp 1 holds them on each device (does not fit); tp 2 halves them (70.6 GB
+    # of 77.3 GB usable) and divides the 8 devices
+    assert main(["predict", "llama-3.1-70b", "--device", "h100-sxm", "--gpus", "8", "--output-len", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "DOES NOT FIT" in out and "does not fit in memory at tp=1; --tp 2 fits" in out
+    assert main(["predict", "llama-3.1-70b", "--device", "h100-sxm", "--gpus", "8", "--tp", "2",
+                 "--output-len", "8"]) == 0
+    assert "--tp" not in capsys.readouterr().out  # it fits: no hint
+
+
+def test_money_prints_with_thousands_separators_not_an_exponent(capsys):
+    # a training run of Llama 3.1 70B on 64 H100s for 1e11 tokens costs some $155,000: "$155,144", not "$1.551e+05"
+    assert main(["predict", "llama-3.1-70b", "--device", "h100-sxm", "--mode", "training", "--gpus", "64", "--tp", "8",
+                 "--global-batch", "512", "--seq-len", "4096", "--train-tokens", "1e11"]) == 0
+    [line] = [line for line in capsys.readouterr().out.splitlines() if "$ to train" in line]
+    assert re.fullmatch(r" +\$ to train: \$\d{3},\d{3}", line), line
+
+
+def test_a_cnn_trains_on_images_not_tokens(capsys):
+    assert main(["predict", "resnet50", "--device", "h100-sxm", "--mode", "training", "--global-batch", "256",
+                 "--train-tokens", "1.28e6"]) == 0
+    out = capsys.readouterr().out
+    assert "for 1.28e+06 images" in out and "tokens" not in out
+
+
+def test_a_vendor_prefixed_device_suggests_the_catalog_ids(capsys):
+    assert main(["predict", "gpt2", "--device", "nvidia-h100"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown device 'nvidia-h100'. Did you mean: h100-" in err and err.count("\n") == 1
+    assert {"h100-sxm", "h100-pcie"} <= set(err.split("Did you mean: ")[1].split("?")[0].split(", "))
+
+
+def test_an_instance_given_with_its_provider(capsys):
+    assert main(["predict", "llama-3.1-8b", "--device", "h100-sxm", "--gpus", "8", "--tp", "8", "--output-len", "8",
+                 "--instance", "aws:p5.48xlarge", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost_basis"] == "1 x aws:p5.48xlarge:us-east-1 on_demand"
+    assert main(["predict", "llama-3.1-8b", "--device", "h100-sxm", "--instance", "gcp:p5.48xlarge"]) == 2
+    assert "unknown instance 'gcp:p5.48xlarge'. Did you mean: aws:p5.48xlarge" in capsys.readouterr().err

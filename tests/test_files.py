@@ -4,7 +4,9 @@ json for whatever orjson refuses) giving json's values and json's messages."""
 
 import json
 import math
+import os
 import random
+import stat
 
 import pytest
 
@@ -91,3 +93,20 @@ def test_parse_json_refusals_are_worded_by_json(text, message):
 def test_parse_json_accepts_a_lone_surrogate_escape_as_json_does():
     # an escaped lone surrogate is valid JSON text that orjson refuses; json reads it
     assert parse_json('"\\ud800"', "t") == json.loads('"\\ud800"')
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_a_file_written_gets_the_permissions_open_would_give(tmp_path, umask):
+    # tempfile.mkstemp creates its file 0600; the file renamed into place gets 0666 less the umask, as open() gives
+    from planner.files import write_text_atomic
+
+    old = os.umask(umask)
+    try:
+        write_text_atomic(tmp_path / "a.json", "{}")
+        write_text_atomic(tmp_path / "a.json", "[]")  # replacing a file
+        with open(tmp_path / "b.txt", "w"):
+            pass
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert modes == {"a.json": 0o666 & ~umask, "b.txt": 0o666 & ~umask}

@@ -38,8 +38,8 @@ def sweep_rows(digest: str, _data: bytes) -> pd.DataFrame:
 
 def page() -> None:
     purpose("Sweep: the Pareto front of cost, latency and throughput",
-            "Millions of configurations at once: the rows `planner sweep GRID.yaml --out FILE` writes (README, "
-            "section Sweeps), one per configuration, on cost per unit of work over latency.")
+            "Millions of configurations at once: the rows `planner sweep GRID.yaml --out FILE` writes (docs/sweeps.md), "
+            "one per configuration, on cost per unit of work over latency.")
     source = st.radio("Sweep", ["Example grid (examples/sweeps/serving.yaml)", "Parquet file on this machine",
                                 "Upload"], horizontal=True, key="sweep_source",
                       help="The example grid is swept in this page (about 10 s); a larger sweep runs on the "

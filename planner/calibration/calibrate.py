@@ -52,9 +52,9 @@ from planner.calibration.resume import (
     write_partial,
 )
 from planner.errors import ConfigError
-from planner.files import write_text_atomic
+from planner.files import shipped_specs, write_text_atomic
 
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / "hardware_specs" / "calibration"
+DEFAULT_OUT = shipped_specs() / "calibration"
 SCHEMA = 1
 MAX_BUDGET_S = 86400.0
 """Largest --budget-s, one day: the full plan takes well under an hour on any device, so a larger

@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from planner.cli import progress
 from planner.cli.advise import add_advise
 from planner.cli.calibrate import add_calibrate, add_op, add_validate
 from planner.cli.count import add_count
@@ -61,10 +62,12 @@ def main(argv: Sequence[str] | None = None, freeze: bool = False) -> int:
         args = parser().parse_args(argv)
     except SystemExit as exc:  # argparse printed its one line (or --help): return its status, as for any error
         return exc.code if isinstance(exc.code, int) else 0
+    _freezing["on"] = freeze
     if freeze:
         gc.freeze()
     try:
-        return args.func(args)
+        with progress.shown():  # a command's progress line (a terminal's only) is gone before it ends
+            return args.func(args)
     except PlannerError as exc:
         print(f"planner: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -82,6 +85,8 @@ def main(argv: Sequence[str] | None = None, freeze: bool = False) -> int:
         print(f"planner: internal error: {type(exc).__name__}: {_one_line(exc)}. This is a bug in planner: please "
               "report it with the command line (PLANNER_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 3
+    finally:
+        _freezing["on"] = False
 
 
 def entry() -> None:
@@ -89,8 +94,20 @@ def entry() -> None:
     the exit status. Once the subcommand is parsed, the objects every import made (torch's functions and
     modules, some 470,000 the garbage collector would otherwise rescan at each full collection, 0.2 s
     apiece) are frozen out of its scans: `planner compare llama-2-7b --batch 64` runs 0.5 s sooner. Not
-    done in main() itself, which tests call in one long process whose later garbage must stay collectable."""
+    done in main() itself, which tests call in one long process whose later garbage must stay collectable.
+    A command imports torch when it runs, not when the parser is built: it calls imported() once it has."""
     sys.exit(main(freeze=True))
+
+
+_freezing = {"on": False}
+"""Whether this process's command runs under entry(), which freezes its imports out of the collector."""
+
+
+def imported() -> None:
+    """A command has imported what it runs (torch's modules and functions among them): under entry(), they
+    too are frozen out of the collector's scans, as entry() says. Does nothing in main() as tests call it."""
+    if _freezing["on"]:
+        gc.freeze()
 
 
 def _one_line(exc: BaseException) -> str:

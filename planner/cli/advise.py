@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from planner.cli import progress
 from planner.cli.args import deployment_flags, finite_float, fmt_time, positive_int
 from planner.errors import ConfigError
-from planner.units import json_safe
+from planner.units import json_safe, usd
 
 OBJECTIVES = ("throughput", "latency", "cost", "energy")
 
@@ -33,10 +34,14 @@ def add_advise(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_advise(args: argparse.Namespace) -> int:
+    if not args.trace:
+        progress.step("importing", of=3)
+    from planner.cli import imported
     from planner.cli.predict import _request
     from planner.trace.advise import advise
     from planner.workload.zoo import resolve
 
+    imported()
     if args.trace:
         if args.model:
             raise ConfigError("give a MODEL or --trace FILE, not both")
@@ -45,9 +50,12 @@ def cmd_advise(args: argparse.Namespace) -> int:
         raise ConfigError("give a MODEL or --trace FILE")
     if not args.device:
         raise ConfigError("advise needs --device")
+    progress.step("reading the model")
     model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
+    progress.step("predicting the configuration and each change")
     advice = advise(_request(args), objective=args.objective, slo_ttft_s=args.slo_ttft, slo_tpot_s=args.slo_tpot,
                     max_latency_s=args.max_latency, top=args.top, model=model)
+    progress.done()
     if args.json:
         print(json.dumps(json_safe(advice.as_dict()), indent=2, allow_nan=False))
         return 0
@@ -92,7 +100,7 @@ def print_advice(advice) -> None:
 
 
 def _usd(value) -> str:
-    return "not sourced" if value is None else f"${value:,.4g}"
+    return "not sourced" if value is None else usd(value)
 
 
 def _num(value) -> str:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from planner.cli.names import DTYPES, PRICINGS
 from planner.errors import PlannerError, shorten
-from planner.hardware.catalog import PRICINGS
-from planner.workload.dtypes import DTYPES
 
 MAX_INT = 2**53
 """Largest whole number a flag takes: every count becomes a float in the model, exact up to 2^53.
@@ -89,7 +88,7 @@ def workload_flags(p: argparse.ArgumentParser) -> None:
                    help="training: the AdamW implementation (auto = the engine's: foreach for eager, fused for "
                         "Megatron)")
     p.add_argument("--train-tokens", type=finite_float, help="training: tokens to train on (time, energy and cost to train)")
-    p.add_argument("--dtype", choices=list(DTYPES), default="bf16")
+    p.add_argument("--dtype", choices=DTYPES, default="bf16")
     precision_flags(p)
     p.add_argument("--pricing", choices=PRICINGS, default="on_demand",
                    help="price type: on_demand, spot, reserved_1y/_3y (reserved instances), savings_plan_1y/_3y, "

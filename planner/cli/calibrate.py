@@ -8,9 +8,9 @@ import json
 import sys
 
 from planner.cli.args import fmt_time, positive_int
+from planner.cli.names import DTYPES, OPS
 from planner.errors import ConfigError, PlannerError
 from planner.units import si
-from planner.workload.dtypes import DTYPES
 
 MAX_DIM = 2**31 - 1
 """Largest --m, --n, --k: GEMM libraries (cuBLAS, oneDNN) take dimensions as 32-bit ints."""
@@ -47,7 +47,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from planner.calibration.bench import check_seconds, local_device
     from planner.calibration.calibrate import DEFAULT_OUT, MAX_BUDGET_S, calibrate, recheck_profile, refit
     from planner.calibration.resume import profile_root
+    from planner.cli import imported
 
+    imported()
     # every flag is checked before anything is measured or written, whichever mode runs
     check_seconds(args.budget_s, "--budget-s", MAX_BUDGET_S)
     root = profile_root(args.out, DEFAULT_OUT)
@@ -97,7 +99,9 @@ def add_validate(sub: argparse._SubParsersAction) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from planner.calibration.validate import fmt_table, summary, validate
+    from planner.cli import imported
 
+    imported()
     # the library checks every flag (budget, cases, device) before it measures anything
 
     log = (lambda text: print(text, file=sys.stderr)) if args.json else print
@@ -112,8 +116,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def add_op(sub: argparse._SubParsersAction) -> None:
-    from planner.predict.ops import OPS
-
     p = sub.add_parser("op", help="predict one GEMM, copy, host-to-device copy or collective",
                        description="Predict the time of one op on a device from its calibration profile or datasheet.")
     p.add_argument("op", choices=OPS)
@@ -121,7 +123,7 @@ def add_op(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--m", type=positive_int)
     p.add_argument("--n", type=positive_int)
     p.add_argument("--k", type=positive_int)
-    p.add_argument("--dtype", choices=list(DTYPES), default="fp32")
+    p.add_argument("--dtype", choices=DTYPES, default="fp32")
     p.add_argument("--bytes", type=float, help="message or buffer size in bytes")
     p.add_argument("--gpus", type=positive_int, help="collectives: devices taking part")
     p.add_argument("--nodes", type=positive_int, default=1, help="collectives: nodes they span")
@@ -151,8 +153,10 @@ def _check_op_args(args: argparse.Namespace) -> None:
 
 
 def cmd_op(args: argparse.Namespace) -> int:
+    from planner.cli import imported
     from planner.predict.ops import predict_op
 
+    imported()
     _check_op_args(args)
     p = predict_op(args.op, args.device, m=args.m, n=args.n, k=args.k, dtype=args.dtype, nbytes=args.bytes,
                    gpus=args.gpus, nodes=args.nodes)

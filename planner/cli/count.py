@@ -5,19 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from planner.cli import progress
 from planner.cli.args import positive_int, precision_flags, precision_of
+from planner.cli.names import DTYPES, MODES
 from planner.units import count as fmt_count
 from planner.units import json_safe, si
-from planner.workload.counting import Counts, OpCost, count
-from planner.workload.device_graph import kernels
-from planner.workload.dtypes import DTYPES
-from planner.workload.graphs import MODES, Workload, WorkloadGraph, build_graph, context_note
-from planner.workload.quant import describe
-from planner.workload.user_model import default_batch, example_of
-from planner.workload.zoo import resolve
+
+if TYPE_CHECKING:  # torch and pandas are imported when the command runs, not when the parser is built
+    import pandas as pd
+
+    from planner.workload.counting import Counts
+    from planner.workload.graphs import WorkloadGraph
 
 BY = ("op", "module", "category", "phase", "kernel")
 
@@ -36,7 +36,7 @@ def add_count(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--image-size", type=positive_int, help="vision: image side in pixels (default: the model's)")
     p.add_argument("--steps", type=positive_int,
                    help="diffusion pipelines: denoising steps of one image (default: the model's, e.g. 50)")
-    p.add_argument("--dtype", choices=list(DTYPES), default="bf16", help="default bf16")
+    p.add_argument("--dtype", choices=DTYPES, default="bf16", help="default bf16")
     precision_flags(p)
     p.add_argument("--engine", metavar="NAME", default="eager",
                    help="lower the graph to this engine's kernels (hardware_specs/engines); default eager: every "
@@ -52,6 +52,8 @@ def add_count(sub: argparse._SubParsersAction) -> None:
 
 
 def _totals(wg: WorkloadGraph, counts: Counts) -> dict:
+    from planner.workload.quant import describe
+
     w = wg.workload
     return {
         "model": wg.model.name, "source": wg.model.source, "mode": w.mode, "batch": w.batch, "seq_len": w.seq_len,
@@ -65,6 +67,8 @@ def _totals(wg: WorkloadGraph, counts: Counts) -> dict:
 
 def _takes(wg: WorkloadGraph) -> dict:
     """A user's model: what it takes ("tokens", "images", "samples") and its batch as a phrase."""
+    from planner.workload.user_model import example_of
+
     example = example_of(wg.model)
     if example is None:
         return {}
@@ -72,6 +76,9 @@ def _takes(wg: WorkloadGraph) -> dict:
 
 
 def _describe(wg: WorkloadGraph) -> str:
+    from planner.workload.quant import describe
+    from planner.workload.user_model import example_of
+
     w = wg.workload
     example = example_of(wg.model)
     if example is not None:  # a user's model: its own inputs, scaled in dim 0
@@ -102,6 +109,10 @@ def kernel_table(wg: WorkloadGraph, engine: str) -> pd.DataFrame:
     """One row per distinct kernel of `engine` (a fused kernel named "fused.<op>+<op>..."): calls, aten ops
     per call, FLOP (padded channels included) and bytes over every call, the padded channels' FLOP, sorted by
     FLOP then bytes."""
+    import pandas as pd
+
+    from planner.workload.device_graph import kernels
+
     ks = kernels(wg.graph, ["first"] * len(wg.graph.records), engine)
     rows: dict[str, list[float]] = {}
     for k in ks:
@@ -134,14 +145,40 @@ def _print_kernels(frame: pd.DataFrame, top: int) -> None:
         print(f"... {len(frame) - len(shown)} more rows (--top 0 shows all)")
 
 
+def _check_lengths(args: argparse.Namespace) -> None:
+    """Refuse a length flag the mode does not read (it would be ignored without a word): a decode step reads
+    --context-len only, every other mode --seq-len only."""
+    from planner.errors import ConfigError
+
+    if args.mode == "decode" and args.seq_len is not None:
+        raise ConfigError(f"--seq-len does not apply to --mode decode (one new token on a KV cache); give the tokens "
+                          f"already in the cache with --context-len {args.seq_len}")
+    if args.mode != "decode" and args.context_len is not None:
+        raise ConfigError(f"--context-len applies to --mode decode only; for --mode {args.mode} give the sequence "
+                          f"length with --seq-len {args.context_len}")
+
+
 def cmd_count(args: argparse.Namespace) -> int:
+    _check_lengths(args)
+    progress.step("importing", of=5 + (args.counter == "fvcore"))
+    from planner.cli import imported
+    from planner.workload.counting import OpCost, count
+    from planner.workload.graphs import Workload, build_graph, context_note
+    from planner.workload.user_model import default_batch
+    from planner.workload.zoo import resolve
+
+    imported()
+    progress.step("reading the model")
     model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
     batch = args.batch if args.batch is not None else default_batch(model)
+    progress.step("capturing its graph")
     wg = build_graph(model, Workload(mode=args.mode, batch=batch, seq_len=args.seq_len,
                                      context_len=args.context_len, image_size=args.image_size, dtype=precision_of(args),
                                      engine=args.engine, steps=args.steps))
     engine = wg.workload.engine
+    progress.step("counting")
     counts = count(wg.graph)
+    progress.step(f"lowering to {engine}'s kernels")
     lowered = kernel_table(wg, engine)
     padding = float(lowered["padding_flop"].sum())  # the kernels' work on zero-padded channels
     if engine != "eager" or args.by == "kernel":
@@ -151,8 +188,10 @@ def cmd_count(args: argparse.Namespace) -> int:
                                               float(lowered["bytes_read"].sum()), float(lowered["bytes_written"].sum())))
     comparison = None
     if args.counter == "fvcore":
+        progress.step("fvcore's count")
         from planner.workload.fvcore_check import compare
         comparison = compare(wg, counts)
+    progress.done()
     if args.json:
         out = _totals(wg, counts)
         frame = counts.table(args.by)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-import torch
-
-import planner_models
+from planner.cli import progress
+from planner.cli.names import FAMILIES as MODEL_FAMILIES
 from planner.units import si
-from planner.workload.engines import FAMILIES as ENGINE_FAMILIES
-from planner.workload.zoo import Model, resolve
 
-FAMILIES = tuple(f for f in ENGINE_FAMILIES if f != "custom")  # every family a zoo model can have
+if TYPE_CHECKING:
+    from planner.workload.zoo import Model
+
+FAMILIES = tuple(f for f in MODEL_FAMILIES if f != "custom")  # every family a zoo model can have
 
 
 def add_models(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +27,12 @@ def add_models(sub: argparse._SubParsersAction) -> None:
 
 
 def describe(model: Model) -> dict:
-    """One zoo entry: id, family, builder, params and active_params (counts), source."""
+    """One zoo entry: id, family, builder, params and active_params (counts), source. Builds the model on
+    meta tensors (seconds for the largest): entries() reads the same from models/zoo_index.json."""
+    import torch
+
+    import planner_models
+
     with torch.device("meta"):
         module = model.build()
     params = sum(p.numel() for p in {id(p): p for p in module.parameters()}.values())
@@ -36,13 +42,39 @@ def describe(model: Model) -> dict:
             "active_params": params - inactive, "source": model.source}
 
 
-def cmd_models(args: argparse.Namespace) -> int:
-    rows = []
+def entries(families: tuple[str, ...] | list[str] | None = None) -> list[dict]:
+    """The zoo as describe() gives it, in id order (only `families`, if given). A model's family and counts
+    come from models/zoo_index.json while its entry's digest is its config's; a model without one (a
+    config added or changed since the index was written: scripts/zoo_index.py writes it) is built."""
+    import planner_models
+
+    INDEX = planner_models.zoo_index()
+
+    rows: list[dict | str] = []
     for model_id in planner_models.zoo_ids():
-        model = resolve(model_id)
-        if args.family and model.family not in args.family:
+        raw = planner_models.zoo_config(model_id)
+        known = INDEX.get(model_id)
+        if known is None or known["digest"] != planner_models.config_digest(raw):
+            rows.append(model_id)  # built below
             continue
-        rows.append(describe(model))
+        rows.append({"id": model_id, "family": known["family"], "builder": raw.get("planner_builder", "planner"),
+                     "params": known["params"], "active_params": known["active_params"],
+                     "source": raw.get("planner_source", "")})
+    unknown = [i for i, row in enumerate(rows) if isinstance(row, str)]
+    if unknown:
+        progress.step("importing", of=len(unknown) + 1)
+        from planner.workload.zoo import resolve
+
+        for i in unknown:
+            progress.step(f"building {rows[i]} (not in models/zoo_index.json)")
+            model = resolve(rows[i])
+            rows[i] = describe(model) if not families or model.family in families else {"family": None}
+        progress.done()
+    return [r for r in rows if not families or r["family"] in families]
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    rows = entries(args.family)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from planner.cli import progress
+
 
 def add_plan(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="recommend the instance mix and cluster size for a scenario",
@@ -17,8 +19,10 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    progress.step("importing", of=4)
     from dataclasses import replace
 
+    from planner.cli import imported
     from planner.hardware.catalog import dated
     from planner.plan.check import check
     from planner.plan.scenario import load
@@ -26,11 +30,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from planner.plan.tco import explain_breakeven
     from planner.units import json_safe
 
+    imported()
+    progress.step("reading the scenario")
     scenario = load(args.scenario)
     if args.objective:
         scenario = replace(scenario, objective=args.objective, weights=((args.objective, 1.0),))
+    progress.step("solving: each candidate's capacity predicted, then the MILP, Pareto front and sensitivity")
     plan = solve(scenario)
+    progress.step("checking the plan")
     problems = check(plan, scenario)
+    progress.done()
     if args.json:
         out = plan.as_dict()
         out["check"] = {"passed": not problems, "problems": problems}

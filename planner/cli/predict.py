@@ -6,13 +6,10 @@ import argparse
 import json
 import math
 
-from planner.cli.args import deployment_flags, fmt_time, precision_of, workload_flags
+from planner.cli import progress
+from planner.cli.args import deployment_flags, fmt_time, positive_int, precision_of, workload_flags
 from planner.errors import PlannerError
-from planner.hardware.catalog import dated
-from planner.units import json_safe, si
-from planner.workload.quant import describe, precision
-from planner.workload.user_model import default_batch, example_of
-from planner.workload.zoo import resolve
+from planner.units import json_safe, si, usd
 
 
 def add_predict(sub: argparse._SubParsersAction) -> None:
@@ -35,6 +32,9 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
                                    "cheapest catalog instance.")
     p.add_argument("model")
     p.add_argument("--devices", default="all", help="'all' or a comma-separated list of device ids")
+    p.add_argument("--gpus", type=positive_int,
+                   help="devices per configuration, as predict's --gpus (tp x dp: the smallest tensor-parallel "
+                        "group dividing it that fits); default one group replicated to fill its cheapest instance")
     workload_flags(p)
     p.add_argument("--sort", choices=("cost", "latency", "throughput", "energy"), default="cost")
     p.add_argument("--json", action="store_true")
@@ -58,9 +58,13 @@ def _request(args: argparse.Namespace, batch: int | str | None = None):
                    power_limit_w=getattr(args, "power_limit_w", None), engine=args.engine)
 
 
-def _print_prediction(p, example=None) -> None:
+def _print_prediction(p, example=None, fitting_tp: int | None = None) -> None:
     """Print a prediction; `example`: a package.module:function model's (user_model.Example), which says
-    what a batch holds and names the rate's unit (sequences/s, images/s, samples/s)."""
+    what a batch holds and names the rate's unit (sequences/s, images/s, samples/s); `fitting_tp`: a wider
+    tensor-parallel group that fits where this one does not (api.tp_that_fits)."""
+    from planner.hardware.catalog import dated
+    from planner.workload.quant import describe, precision
+
     d = p.as_dict()
     m = p.metrics
     par = p.parallelism
@@ -79,6 +83,8 @@ def _print_prediction(p, example=None) -> None:
     print(f"               weights {mem.weights_bytes / 1e9:.1f}, KV cache {mem.kv_cache_bytes / 1e9:.2f}, "
           f"activations {mem.activation_bytes / 1e9:.2f}, gradients {mem.gradient_bytes / 1e9:.1f}, "
           f"optimizer {mem.optimizer_bytes / 1e9:.1f}, workspace {mem.workspace_bytes / 1e9:.1f} GB")
+    if not p.fits and fitting_tp is not None:
+        print(f"               does not fit in memory at tp={par.tp}; --tp {fitting_tp} fits")
     for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("latency_s", "latency"), ("step_time_s", "step time")):
         if key in m:
             lo, hi = p.band(m[key])
@@ -118,9 +124,10 @@ def _print_prediction(p, example=None) -> None:
         for key, label in (("usd_per_million_output_tokens", "$ per 1M output tokens"),
                            ("usd_per_thousand_samples", "$ per 1k samples"), ("cost_to_train_usd", "$ to train")):
             if key in m:
-                print(f"               {label}: ${m[key]:,.4g}")
+                print(f"               {label}: {usd(m[key])}")
     if "time_to_train_s" in m:
-        print(f"time to train  {fmt_time(m['time_to_train_s'])} for {m['train_tokens']:.3g} tokens")
+        print(f"time to train  {fmt_time(m['time_to_train_s'])} for {m['train_tokens']:.3g} "
+              f"{m.get('train_unit', 'tokens')}")
     print(f"catalog rows   {', '.join(d['catalog_rows'])}")
     for note in p.notes:
         print(f"note           {note}")
@@ -196,8 +203,16 @@ def _run_configs(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    steps = 3 + bool(args.ops or args.roofline) + bool(args.roofline)
+    if not args.configs:  # a file of configurations prints each row as it is predicted
+        progress.step("importing", of=steps)
+    from planner.cli import imported
     from planner.errors import ConfigError
-    from planner.predict.api import op_rows, predict
+    from planner.predict.api import op_rows, predict, tp_that_fits
+    from planner.workload.user_model import default_batch, example_of
+    from planner.workload.zoo import resolve
+
+    imported()
 
     if args.configs:
         return _run_configs(args)
@@ -206,11 +221,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.roofline:
         from planner.plot import check_target
         check_target(args.roofline)  # before any work
+    progress.step("reading the model")
     model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
     req = _request(args, args.batch if args.batch is not None else default_batch(model))
+    progress.step("counting its graphs and predicting")
     prediction = predict(req, model=model)
+    if args.ops or args.roofline:
+        progress.step("timing each op")
     rows = op_rows(req, model=model) if (args.ops or args.roofline) else {}
     if args.roofline:
+        progress.step(f"drawing {args.roofline}")
         from planner.plot import draw_roofline
         from planner.predict.context import default_context
         device = default_context().device(args.device)
@@ -218,13 +238,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
         draw_roofline(args.roofline, device, everything, req.dtype, f"{args.model} on {device.id} ({req.dtype}): "
                       f"{', '.join(rows)} ops")
     if args.json:
+        progress.done()
         out = prediction.as_dict()
         if args.ops:
             out["ops"] = {name: [r.__dict__ if hasattr(r, "__dict__") else _row_dict(r) for r in group]
                           for name, group in rows.items()}
         print(json.dumps(json_safe(out), indent=2, default=str, allow_nan=False))
         return 0
-    _print_prediction(prediction, example_of(model))
+    if not prediction.fits:
+        progress.step("finding a tensor-parallel group that fits", of=steps + 1)
+    fitting_tp = None if prediction.fits else tp_that_fits(req, model=model)
+    progress.done()
+    _print_prediction(prediction, example_of(model), fitting_tp)
     if args.roofline:
         print(f"roofline       written to {args.roofline}")
     for name, group in rows.items():
@@ -242,7 +267,15 @@ def _row_dict(r) -> dict:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    progress.step("importing", of=3)
+    from planner.cli import imported
+    from planner.cli.gc_pause import paused
+    from planner.hardware.catalog import dated
     from planner.predict.api import compare
+    from planner.workload.user_model import default_batch
+    from planner.workload.zoo import resolve
+
+    imported()
 
     devices = None if args.devices == "all" else [d.strip() for d in args.devices.split(",") if d.strip()]
     training = {}
@@ -250,26 +283,32 @@ def cmd_compare(args: argparse.Namespace) -> int:
         training = {k: getattr(args, k) for k in ("global_batch", "micro_batch", "microbatches", "recompute",
                                                    "mixed_precision", "optimizer", "train_tokens")}
     training["engine"] = args.engine
+    progress.step("reading the model")
     model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
     batch = args.batch if args.batch is not None else default_batch(model)
-    frame = compare(model, devices, args.mode, batch, args.input_len, args.output_len, args.seq_len,
-                    args.image_size, precision_of(args), args.pricing, args.sort, **training)
+    progress.step("counting its graphs and predicting on " + ("every catalog device" if devices is None else
+                                                              f"{len(devices)} device{'s' * (len(devices) != 1)}"))
+    with paused():  # a burst of long-lived graph and timing objects: the collector runs once after it
+        frame = compare(model, devices, args.mode, batch, args.input_len, args.output_len, args.seq_len,
+                        args.image_size, precision_of(args), args.pricing, args.sort, gpus=args.gpus, **training)
+    progress.done()
     if args.json:
         # counts as whole numbers (a device that cannot run the workload leaves them null, which makes
         # the frame's column float)
-        counts = {c: frame[c].astype("Int64") for c in ("gpus", "tp", "batch") if c in frame}
+        counts = {c: frame[c].astype("Int64") for c in ("gpus", "tp", "dp", "batch") if c in frame}
         print(frame.assign(**counts).to_json(orient="records", indent=2))
         return 0
     unit = "$/1M tok" if "ttft_s" in frame and frame["ttft_s"].notna().any() else "$/unit"
-    print(f"{'device':<15} {'gpus':>4} {'fits':>5} {'engine':<8} {'tier':<10} {'latency':>10} {'throughput':>12} {'$/h':>8} "
-          f"{unit:>9} {'J/unit':>8} {'GB/gpu':>7}  instance / note")
+    print(f"{'device':<15} {'gpus':>4} {'tp':>3} {'dp':>4} {'batch':>6} {'fits':>5} {'engine':<8} {'tier':<10} "
+          f"{'latency':>10} {'throughput':>12} {'$/h':>8} {unit:>9} {'J/unit':>8} {'GB/gpu':>7}  instance / note")
     for _, r in frame.iterrows():
         if r["tier"] is None or r.get("latency_s") is None or r["latency_s"] != r["latency_s"]:
-            print(f"{r['device']:<15} {'-':>4} {'-':>5} {'-':<8} {'-':<10} {'-':>10} {'-':>12} {'-':>8} {'-':>9} {'-':>8} {'-':>7}  "
-                  f"{r['note']}")
+            print(f"{r['device']:<15} {'-':>4} {'-':>3} {'-':>4} {'-':>6} {'-':>5} {'-':<8} {'-':<10} {'-':>10} "
+                  f"{'-':>12} {'-':>8} {'-':>9} {'-':>8} {'-':>7}  {r['note']}")
             continue
         num = lambda v, f: "-" if v is None or v != v else format(v, f)
-        print(f"{r['device']:<15} {int(r['gpus']):>4} {str(bool(r['fits'])):>5} {r['engine']:<8} {r['tier']:<10} "
+        print(f"{r['device']:<15} {int(r['gpus']):>4} {int(r['tp']):>3} {int(r['dp']):>4} {num(r['batch'], '.0f'):>6} "
+              f"{str(bool(r['fits'])):>5} {r['engine']:<8} {r['tier']:<10} "
               f"{fmt_time(r['latency_s']):>10} {r['throughput']:>12,.1f} {num(r['usd_per_h'], '.2f'):>8} "
               f"{num(r['usd_per_unit'], '.3f'):>9} {num(r['j_per_unit'], '.3g'):>8} {r['memory_gb_per_gpu']:>7.1f}  "
               + (f"{r['instance']} (price of {dated(r['price_date'])})" if isinstance(r["instance"], str)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from planner.cli import progress
 from planner.cli.args import finite_float, fmt_time, positive_int, precision_flags, precision_of
-from planner.hardware.catalog import PRICINGS
+from planner.cli.names import DTYPES, PRICINGS
 from planner.units import json_safe
-from planner.workload.dtypes import DTYPES
 
 
 def add_serve(sub: argparse._SubParsersAction) -> None:
@@ -26,14 +26,14 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
         p.add_argument(f"--{name}", type=positive_int, default=1, help=text)
     p.add_argument("--dp", type=positive_int, help="model copies (default gpus / (tp x pp))")
     p.add_argument("--engine", metavar="NAME", help="vllm (default on GPUs), sglang, trtllm; eager = static batches")
-    p.add_argument("--dtype", choices=list(DTYPES), default="bf16")
+    p.add_argument("--dtype", choices=DTYPES, default="bf16")
     precision_flags(p)
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", type=finite_float, metavar="RPS", help="open loop: requests per second")
     load.add_argument("--concurrency", type=positive_int, metavar="N", help="closed loop: N clients")
     load.add_argument("--trace", metavar="FILE", help="CSV or JSONL of arrival_s, input_len, output_len")
     p.add_argument("--requests", type=positive_int, help="requests to simulate (default: until the latencies settle, "
-                                                         "or an overload's queue shows its growth; see README)")
+                                                         "or an overload's queue shows its growth; see docs/serving.md)")
     p.add_argument("--client", metavar="NAME", help="measure as this benchmark client runs a load: vllm-bench-serve, "
                    "sglang-bench-serving, genai-perf, aiperf, trtllm-bench, inferencemax (its request count, "
                    "lengths and ITL; hardware_specs/serving/clients.json)")
@@ -130,7 +130,9 @@ def _sweep(args, req, load, scheduling, slo) -> int:
     if args.curve:
         from planner.plot import check_target
         check_target(args.curve, "--curve")
+    progress.step(f"simulating {args.sweep_rate} rates and the saturation")
     curve, capacity = sweep(req, load, scheduling, slo, args.sweep_rate)
+    progress.done()
     slos = slo.ttft_s is not None or slo.tpot_s is not None
     if args.json:
         out = {"saturation_rps": capacity.saturation_rps,
@@ -177,20 +179,27 @@ def _sweep(args, req, load, scheduling, slo) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    saturation_first = not args.sweep_rate and args.rate is not None and args.requests is not None and not args.disagg
+    progress.step("importing", of=2 + saturation_first)
+    from planner.cli import imported
     from planner.errors import ConfigError
     from planner.serve.api import serve
 
+    imported()
     req, load, scheduling, slo = _inputs(args)
     if args.sweep_rate:
         return _sweep(args, req, load, scheduling, slo)
     if args.curve:
         raise ConfigError("--curve needs --sweep-rate")
     saturation = None
-    if args.rate is not None and args.requests is not None and not args.disagg:
+    if saturation_first:
         from planner.serve.sweep import saturation_rate
 
+        progress.step("finding the saturation rate")
         saturation = saturation_rate(req, load, scheduling)  # the overload warning of a stated request count
+    progress.step("counting the model's graphs and simulating")
     result = serve(req, load, scheduling, slo, saturation_rps=saturation)
+    progress.done()
     if args.json:
         print(json.dumps(json_safe(result.as_dict()), indent=2, default=str, allow_nan=False))
         return 0

@@ -12,13 +12,14 @@ CLUSTERS = "dask-local, ray-local, dask://HOST:PORT, tcp://HOST:PORT (Dask), ray
 
 
 def add_sweep(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="predict every point of a grid of configurations into Parquet",
+    p = sub.add_parser("sweep", help="predict every point of a grid of configurations into Parquet or CSV",
                        description="Expand GRID.yaml (axes of --configs keys, constraints, filters), predict every "
-                                   "point and write one Parquet row per point; print the Pareto front of cost vs "
-                                   "latency vs throughput and the best point per device. Run again with the same "
-                                   "grid and --out to resume an interrupted sweep.")
+                                   "point and write one row per point (Parquet, or CSV for --out *.csv); print the "
+                                   "Pareto front of cost vs latency vs throughput and the best point per device. Run "
+                                   "again with the same grid and --out to resume an interrupted sweep.")
     p.add_argument("grid", help="the grid file (YAML); see examples/sweeps/serving.yaml")
-    p.add_argument("--out", default="sweep.parquet", help="Parquet file to write (default sweep.parquet)")
+    p.add_argument("--out", default="sweep.parquet",
+                   help="file to write: Parquet for a .parquet name, CSV for .csv (default sweep.parquet)")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1: in this process)")
     p.add_argument("--cluster", default=None, help=f"run on a cluster instead: {CLUSTERS}")
     p.add_argument("--top", type=int, default=10, help="Pareto rows to print (default 10)")
@@ -47,7 +48,7 @@ def backend_of(workers: int, cluster: str | None) -> tuple[str, str | None]:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from planner.sweep.grid import load_grid
-    from planner.sweep.run import run_sweep
+    from planner.sweep.run import read_out, run_sweep
     from planner.sweep.summary import best_per_device, measures, pareto_front
 
     backend, address = backend_of(args.workers, args.cluster)
@@ -68,8 +69,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    import pandas as pd
-    frame = measures(pd.read_parquet(result.out))
+    frame = measures(read_out(result.out))
     print(f"sweep          {_count(result.points, 'point')} ({grid.size:,} before constraints), "
           f"{_count(result.rows, 'row')} written to {result.out}, {_count(result.errors, 'error')}")
     if result.errors:

@@ -55,9 +55,11 @@ def on_devices(values: list[str] | None) -> list[str]:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
+    from planner.cli import imported
     from planner.trace.findings import findings
     from planner.trace.whatif import what_if
 
+    imported()
     report = load_report(args)
     plot = None
     if args.roofline:

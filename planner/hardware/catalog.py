@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.errors import ConfigError, UnknownNameError, UnsupportedError, shorten
+from planner.files import shipped_specs
 from planner.hardware.cells import CatalogError as CatalogError  # re-exported: callers catch it from here
 from planner.hardware.cells import Row, parse_float, read_rows
 from planner.units import GB, GIB, MEGA, MIB, TERA
 
-DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "hardware_specs"
+DEFAULT_ROOT = shipped_specs()
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 CONFIDENCE = ("high", "medium", "low")
 KINDS = ("gpu", "tpu", "accelerator", "cpu")
@@ -222,11 +223,12 @@ class Catalog:
         """Return a device by id, alias or product name (case-insensitive; spaces, _ and - are alike)."""
         device_id = self.aliases.get(_norm(name))
         if device_id is None:
-            raise UnknownNameError("device", name, self.devices)
+            raise UnknownNameError("device", name, self.devices, aliases=self.aliases)
         return self.devices[device_id]
 
     def instance(self, name: str, region: str | None = None) -> Instance:
-        """Return an instance by key ("aws:p5.48xlarge:us-east-1") or by name (case-insensitive).
+        """Return an instance by key ("aws:p5.48xlarge:us-east-1"), by provider and name ("aws:p5.48xlarge")
+        or by name ("p5.48xlarge"), case-insensitive.
 
         A name sold in several regions returns the first one listed in instances.csv unless
         `region` is given.
@@ -237,7 +239,12 @@ class Catalog:
                 if inst.key.lower() == wanted:
                     return inst
             raise UnknownNameError("instance", name, (i.key for i in self.instances))
-        found = [i for i in self.instances if i.instance.lower() == wanted]
+        if wanted.count(":") == 1:  # provider:instance, the provider checked against the catalog's row
+            found = [i for i in self.instances if f"{i.provider}:{i.instance}".lower() == wanted]
+            if not found:
+                raise UnknownNameError("instance", name, {f"{i.provider}:{i.instance}" for i in self.instances})
+        else:
+            found = [i for i in self.instances if i.instance.lower() == wanted]
         if not found:
             raise UnknownNameError("instance", name, {i.instance for i in self.instances})
         if region is None:

@@ -18,11 +18,11 @@ from typing import Protocol
 import numpy as np
 
 from planner.errors import ConfigError
-from planner.files import finite, parse_json, read_text
+from planner.files import finite, parse_json, read_text, shipped_specs
 from planner.hardware.catalog import Device
 from planner.workload.capture import OpRecord
 
-DEFAULTS_PATH = Path(__file__).resolve().parents[2] / "hardware_specs" / "efficiency" / "defaults.json"
+DEFAULTS_PATH = shipped_specs() / "efficiency" / "defaults.json"
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.files import read_bytes, text_of
+from planner.files import read_bytes, shipped_specs, text_of
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import KindDefaults, wave_efficiencies, wave_efficiency
 from planner.hardware.interpolate import Interpolator
@@ -41,7 +41,7 @@ from planner.hardware.profile_table import KindTable, kind_tables, measurement_r
 from planner.hardware.verified import parse_verified
 from planner.memo import IdentityMemo
 
-PROFILE_ROOT = Path(__file__).resolve().parents[2] / "hardware_specs" / "calibration"
+PROFILE_ROOT = shipped_specs() / "calibration"
 
 @dataclass(frozen=True)
 class Profile:
@@ -133,10 +133,11 @@ _SOURCES = IdentityMemo(256)
 
 @lru_cache(maxsize=256)
 def _shown_path(path: str) -> str:
-    """A shipped profile's path from the project root (hardware_specs/calibration/...), else as given.
-    Cached: every prediction names its profile, and resolving a path is a dozen system calls."""
+    """A shipped profile's path as the docs name it (hardware_specs/calibration/..., also from an installed
+    wheel, where the folder is planner_specs), else as given. Cached: every prediction names its profile, and
+    resolving a path is a dozen system calls."""
     try:
-        return str(Path(path).resolve().relative_to(PROFILE_ROOT.parents[1]))
+        return str(Path("hardware_specs") / Path(path).resolve().relative_to(PROFILE_ROOT.resolve().parent))
     except ValueError:
         return path
 

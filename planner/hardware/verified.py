@@ -22,9 +22,9 @@ from pathlib import Path
 
 import orjson
 
-from planner.files import parse_json, read_text
+from planner.files import parse_json, read_text, shipped_specs
 
-MANIFEST = Path(__file__).resolve().parents[2] / "hardware_specs" / "calibration" / "verified.json"
+MANIFEST = shipped_specs() / "calibration" / "verified.json"
 
 
 @lru_cache(maxsize=1)

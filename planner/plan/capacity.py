@@ -168,15 +168,13 @@ def _tp_options(model_id: str, device_count: int) -> list[int]:
             and (kv % t == 0 or t % kv == 0)]
 
 
-_CACHE: dict[tuple, ServingCapacity | None] = {}
-
-
 def _serving(ctx: Context, model: str, dtype: str, input_len: int, output_len: int, ttft_slo: float,
              tpot_slo: float, device_id: str, device_count: int, pue: float,
              engine: str | None = None) -> ServingCapacity | None:
-    key = (id(ctx), model, dtype, input_len, output_len, ttft_slo, tpot_slo, device_id, device_count, pue, engine)
-    if key in _CACHE:
-        return _CACHE[key]
+    known = ctx.cache("plan.serving")  # the capacity of each catalog device under these SLOs, per context
+    key = (model, dtype, input_len, output_len, ttft_slo, tpot_slo, device_id, device_count, pue, engine)
+    if key in known:
+        return known[key]
     best = None
     for tp in _tp_options(model, device_count):
         for b in BATCHES:
@@ -193,7 +191,7 @@ def _serving(ctx: Context, model: str, dtype: str, input_len: int, output_len: i
             kw = (power_w * device_count * pue / 1000) if power_w is not None and power_w == power_w else None
             if best is None or rps > best.rps:
                 best = ServingCapacity(rps, tp, b, m["ttft_s"], m["tpot_s"], kw)
-    _CACHE[key] = best
+    known[key] = best
     return best
 
 
@@ -201,7 +199,6 @@ PLAN_REQUESTS = 300
 """Requests per simulation when capacity comes from the serving simulator (a Poisson load, seed 0)."""
 PLAN_BISECTIONS = 6
 """Halvings of the rate interval: the capacity is within 1/64 of the saturation rate below the best."""
-_COPY: dict[tuple, object] = {}
 
 
 def copy_request(workload: ServingWorkload, bucket: Bucket, device_id: str, tp: int) -> Request:
@@ -228,15 +225,16 @@ def _copy_capacity(ctx: Context, workload: ServingWorkload, bucket: Bucket, devi
     from planner.serve.api import Scheduling
     from planner.serve.sweep import max_rate
 
-    key = (id(ctx), workload.model, workload.dtype, bucket.input_len, bucket.output_len, workload.ttft_s,
+    known = ctx.cache("plan.copy")
+    key = (workload.model, workload.dtype, bucket.input_len, bucket.output_len, workload.ttft_s,
            workload.tpot_s, workload.ttft_stat, workload.tpot_stat, device_id, tp, workload.engine)
-    if key not in _COPY:
+    if key not in known:
         try:
-            _COPY[key] = max_rate(copy_request(workload, bucket, device_id, tp), copy_load(), Scheduling(),
+            known[key] = max_rate(copy_request(workload, bucket, device_id, tp), copy_load(), Scheduling(),
                                   copy_slo(workload), ctx, bisections=PLAN_BISECTIONS)
         except PlannerError:
-            _COPY[key] = None
-    return _COPY[key]
+            known[key] = None
+    return known[key]
 
 
 def _simulated(ctx: Context, workload: ServingWorkload, bucket: Bucket, device_id: str, device_count: int,

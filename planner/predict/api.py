@@ -13,7 +13,6 @@ import pandas as pd
 
 from planner.errors import ConfigError, PlannerError
 from planner.files import finite
-from planner.gc_pause import paused
 from planner.memo import IdentityMemo
 from planner.predict.context import ALL_TIERS, Context, default_context
 from planner.predict.inference import llm_fits, predict_inference
@@ -33,7 +32,8 @@ MIN_UTILIZATION = 0.01
 and overflow to infinity near 5e-324."""
 MAX_TRAIN_TOKENS = 1e16
 """Largest training run accepted (tokens): 1,000x the 15T tokens of Llama 3."""
-COMPARE_COLUMNS = ("device", "vendor", "gpus", "tp", "engine", "fits", "tier", "profile", "batch", "ttft_s", "tpot_s", "latency_s",
+COMPARE_COLUMNS = ("device", "vendor", "gpus", "tp", "dp", "engine", "fits", "tier", "profile", "batch", "ttft_s",
+                   "tpot_s", "latency_s",
                    "throughput", "band_fraction", "usd_per_h", "usd_per_unit", "j_per_unit", "memory_gb_per_gpu",
                    "instance", "price_date", "price_stale", "note")
 """Columns of the compare table, present even when every device fails (then only `note` is filled)."""
@@ -393,22 +393,25 @@ def _int(value, key: str) -> int:
 def compare(model: str | Model, devices: list[str] | None = None, mode: str = "inference", batch: int | str = 1,
             input_len: int | None = None, output_len: int = 256, seq_len: int | None = None,
             image_size: int | None = None, dtype: str = "bf16", pricing: str = "on_demand",
-            sort: str = "cost", ctx: Context | None = None, **training) -> pd.DataFrame:
+            sort: str = "cost", ctx: Context | None = None, gpus: int | None = None, **training) -> pd.DataFrame:
     """One row per device: the smallest tensor-parallel group (within a node) that fits, priced on the
-    cheapest catalog instance. Devices that cannot run the workload get a row with the reason."""
+    cheapest catalog instance. Devices that cannot run the workload get a row with the reason. `gpus`: the
+    devices of each configuration (as predict's --gpus: tp x dp, the group a divisor of it) instead of one
+    group replicated to fill its instance."""
     ctx = ctx or default_context()
     resolved = model if isinstance(model, Model) else resolve(model)
     if sort not in SORT_KEYS:
         raise ConfigError(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_GPUS):
+        raise ConfigError(f"--gpus must be a whole number from 1 to {MAX_GPUS:,}, got {gpus!r}")
     if training.get("engine") is not None:
         get_engine(training["engine"])  # an unknown name fails once, not on every row
     ids = [ctx.device(d).id for d in devices] if devices else sorted(ctx.catalog.devices)
     rows = []
-    with paused():  # a burst of long-lived graph and timing objects: the collector runs once after it
-        for device_id in ids:
-            device = ctx.device(device_id)
-            rows.append(_best_row(ctx, resolved, device, mode, batch, input_len, output_len, seq_len, image_size,
-                                  dtype, pricing, training))
+    for device_id in ids:
+        device = ctx.device(device_id)
+        rows.append(_best_row(ctx, resolved, device, mode, batch, input_len, output_len, seq_len, image_size,
+                              dtype, pricing, training, gpus))
     column, ascending = SORT_KEYS[sort]
     return pd.DataFrame(_sorted_rows(rows, column, ascending), columns=COMPARE_COLUMNS)
 
@@ -436,20 +439,45 @@ def tp_candidates(ctx: Context, model: Model, device) -> list[int]:
             and (model.config.num_kv_heads % t == 0 or t % model.config.num_kv_heads == 0)]
 
 
-def _best_row(ctx, model, device, mode, batch, input_len, output_len, seq_len, image_size, dtype, pricing, training):
+def tp_that_fits(req: Request, ctx: Context | None = None, model: Model | None = None) -> int | None:
+    """For a request whose memory does not fit: the smallest tensor-parallel degree above `req.tp` that fits
+    on the same devices (a tp_candidates size for the model and device, dividing --gpus by tp x pp where
+    --gpus is given; dp follows), or None when none does."""
+    ctx = ctx or default_context()
+    model = model or resolve(req.model)
+    device = ctx.device(req.device)
+    for tp in tp_candidates(ctx, model, device):
+        if tp <= req.tp or (req.gpus is not None and req.gpus % (tp * req.pp)):
+            continue
+        wider = replace(req, tp=tp, dp=None) if req.gpus is not None else replace(req, tp=tp)
+        fits = _fits(wider, ctx, model)
+        if fits is None:  # not worked out from the graph alone: predict it
+            try:
+                fits = predict(wider, ctx, model).fits
+            except PlannerError:
+                fits = False
+        if fits:
+            return tp
+    return None
+
+
+def _best_row(ctx, model, device, mode, batch, input_len, output_len, seq_len, image_size, dtype, pricing, training,
+              gpus=None):
     """The smallest tensor-parallel group that fits, replicated to fill the cheapest instance that holds
-    one group (so that no rented device sits idle)."""
+    one group (so that no rented device sits idle); with `gpus`, the smallest group dividing it that fits,
+    on `gpus` devices."""
     from planner.predict.cost import cheapest_instance
 
-    base = {"device": device.id, "vendor": device.vendor, "gpus": None, "tp": None, "fits": False, "tier": None}
+    base = {"device": device.id, "vendor": device.vendor, "gpus": None, "tp": None, "dp": None, "fits": False,
+            "tier": None}
     last_error = None
     prediction = None
-    candidates = tp_candidates(ctx, model, device)
+    candidates = [t for t in tp_candidates(ctx, model, device) if gpus is None or gpus % t == 0]
     # the groups tried so far, in order, with their predictions (None: skipped, as its memory does not fit
     # and a wider group follows; its prediction would be discarded)
     tried: list[tuple[Request, Prediction | None]] = []
     for tp in candidates:
-        req = Request(model.name, device.id, mode, gpus=tp, tp=tp, batch=batch, input_len=input_len,
+        req = Request(model.name, device.id, mode, gpus=gpus or tp, tp=tp, batch=batch, input_len=input_len,
                       output_len=output_len, seq_len=seq_len, image_size=image_size, dtype=dtype, pricing=pricing,
                       **training)
         if tp != candidates[-1] and _fits(req, ctx, model) is False:
@@ -461,6 +489,8 @@ def _best_row(ctx, model, device, mode, batch, input_len, output_len, seq_len, i
         except PlannerError as exc:
             last_error = str(exc)
             prediction, last_error = _in_turn(tried, ctx, model, last_error)
+            break
+        if prediction.fits and gpus is not None:  # the devices asked for: nothing to fill
             break
         if prediction.fits:
             instance = cheapest_instance(ctx.catalog, device, pricing, tp, tp)
@@ -522,8 +552,8 @@ def summary_row(p: Prediction) -> dict:
     j_per_unit = m.get("j_per_output_token") or m.get("j_per_sample")
     if j_per_unit is None and throughput:
         j_per_unit = p.energy_j / (m.get("tokens_per_s", throughput) * m.get("step_time_s", 1.0))
-    return {"gpus": p.gpus, "tp": p.parallelism.tp, "engine": p.engine, "fits": p.fits, "tier": p.tier,
-            "profile": p.profile, "batch": m.get("batch"),
+    return {"gpus": p.gpus, "tp": p.parallelism.tp, "dp": p.parallelism.dp, "engine": p.engine, "fits": p.fits,
+            "tier": p.tier, "profile": p.profile, "batch": m.get("batch", m.get("micro_batch")),  # training: the micro-batch
             "ttft_s": m.get("ttft_s"), "tpot_s": m.get("tpot_s"), "latency_s": latency, "throughput": throughput,
             "band_fraction": p.band_fraction, "usd_per_h": p.cost.usd_per_h if p.cost else math.nan,
             "usd_per_unit": per_unit if per_unit is not None else math.nan, "j_per_unit": j_per_unit,

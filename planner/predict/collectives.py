@@ -35,9 +35,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from planner.errors import ConfigError
-from planner.files import parse_json, read_text
+from planner.files import parse_json, read_text, shipped_specs
 
-ROOT = Path(__file__).resolve().parents[2] / "hardware_specs"
+ROOT = shipped_specs()
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "p2p")
 MAX_CURVES = 1000
 """Most curves one device file may hold."""

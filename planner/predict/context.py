@@ -55,6 +55,13 @@ class Context:
     (benchmarks/dev_validation.py --no-cross-library compares the two)."""
     _efficiency: dict = field(default_factory=dict, repr=False)
     _targets: dict = field(default_factory=dict, repr=False)
+    _caches: dict = field(default_factory=dict, repr=False)
+
+    def cache(self, name: str) -> dict:
+        """A dict that callers above the predictor (serving step models, plan capacities) keep results of
+        this context in, by `name`: a result lives and dies with the data it came from, and another
+        context (another catalog) never sees it."""
+        return self._caches.setdefault(name, {})
 
     def device(self, name: str) -> Device:
         """A catalog device by id or alias, or a profiled device that is not in the catalog (a CPU)."""
@@ -67,7 +74,7 @@ class Context:
                 device = profile_device(self.profiles[key])
                 if device is not None:
                     return device
-            raise UnknownNameError("device", name, {*exc.valid, *self.profiles}) from None
+            raise UnknownNameError("device", name, {*exc.valid, *self.profiles}, aliases=exc.aliases) from None
 
     def efficiency(self, device: Device, tiers=ALL_TIERS) -> EfficiencyModel:
         """The efficiency model of `device` for an engine's kernel libraries (Engine.libraries: own, other, the

@@ -144,6 +144,7 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
             raise ConfigError(f"--train-tokens must be positive, got {train_tokens}")
         steps = math.ceil(train_tokens / tokens_per_step)
         metrics["train_tokens"] = train_tokens
+        metrics["train_unit"] = train_unit(model, workload.seq_len)
         metrics["time_to_train_s"] = steps * step
         metrics["energy_to_train_j"] = steps * energy_j
         if basis is not None:
@@ -160,6 +161,20 @@ def predict_training(target: Target, model: Model, par: Parallelism, micro_batch
     p = replace(p, notes=(*p.notes, f"optimizer AdamW {workload.optimizer} (--optimizer): "
                                     f"{OPTIMIZERS[workload.optimizer]}", _loss_note(model, whole)))
     return p
+
+
+def train_unit(model: Model, seq_len: int | None) -> str:
+    """What --train-tokens counts (one per token of each sample's sequence, else one per sample): "tokens"
+    for a model of sequences, else "images" for vision, detection and diffusion models, a user's model's
+    items ("sequences", "images" or "samples": user_model.Example.noun), "samples" otherwise."""
+    from planner.workload.user_model import example_of
+
+    if seq_len:
+        return "tokens"
+    if model.family in ("vision", "detection", "diffusion"):
+        return "images"
+    example = example_of(model)
+    return example.noun() if example is not None else "samples"
 
 
 def _loss_note(model: Model, whole) -> str:

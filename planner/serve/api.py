@@ -170,20 +170,18 @@ class ServeResult:
         return out
 
 
-_STEPS: dict[tuple, StepModel] = {}
-
-
 def _step_model(req: Request, ctx: Context, model: Model, engine: str, exact: tuple[int, ...],
                 contexts: tuple[int, ...] = ()) -> StepModel:
     """The StepModel of one copy, kept across calls (its grid is the expensive part)."""
     par = parallelism(req)
-    key = (id(ctx), model.name, req.device, par.tp, par.pp, par.ep, req.dtype, engine, req.power_limit_w,
+    steps = ctx.cache("serve.steps")
+    key = (model.name, req.device, par.tp, par.pp, par.ep, req.dtype, engine, req.power_limit_w,
            req.scaleout_gbps, exact, contexts)
-    got = _STEPS.get(key)
+    got = steps.get(key)
     if got is None:
-        if len(_STEPS) > 32:
-            _STEPS.clear()
-        got = _STEPS[key] = StepModel(target_of(req, ctx, engine), model, par, req.dtype, engine, exact, contexts)
+        if len(steps) > 32:
+            steps.clear()
+        got = steps[key] = StepModel(target_of(req, ctx, engine), model, par, req.dtype, engine, exact, contexts)
     return got
 
 

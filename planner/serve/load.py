@@ -11,7 +11,6 @@ import csv
 import datetime
 import io
 import math
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.errors import ConfigError, UnknownNameError, shorten
-from planner.files import parse_json, read_text
+from planner.files import parse_json, read_text, specs_root
 from planner.hardware.cells import Row, parse_float, read_rows
 from planner.workload.graphs import LIMITS
 
@@ -28,7 +27,6 @@ MAX_LEN_TOKENS = min(2**20, LIMITS["context_len"] // 2)  # longest input or outp
 MIN_RATE_RPS, MAX_RATE_RPS = 1e-9, 1e6  # request rates accepted, in requests per s
 MIN_CV, MAX_CV = 1e-3, 100.0  # coefficients of variation of the gaps (below 1e-3 the gamma shape passes 1e6)
 MAX_PARTS = 100_000  # most replicas split_round_robin spreads over
-ROOT = Path(__file__).resolve().parents[2] / "hardware_specs"
 COLUMNS = ("name", *(f"{s}_{c}" for s in ("input", "output") for c in ("dist", "mean", "std", "min", "max")),
            "source", "date", "notes")
 ARRIVAL_KEYS = ("arrival_s", "timestamp_s", "TIMESTAMP")  # seconds, or (Azure trace) a date and time
@@ -39,9 +37,9 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 def serving_root() -> Path:
-    """The serving data folder: $PLANNER_HARDWARE_SPECS/serving when that is set, else the repository's (lengths.csv,
+    """The serving data folder: $PLANNER_HARDWARE_SPECS/serving when that is set, else the shipped one (lengths.csv,
     clients.json, schedulers.json)."""
-    return Path(os.environ.get("PLANNER_HARDWARE_SPECS") or ROOT) / "serving"
+    return specs_root() / "serving"
 
 
 @dataclass(frozen=True, slots=True, eq=False)

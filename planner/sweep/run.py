@@ -8,7 +8,8 @@ op timings by graph part and device), so a graph is captured once per worker.
 Resumable and never half written: each finished chunk is written at once, atomically, as
 `<out>.parts/chunk-NNNNNNNN.parquet` beside a manifest naming the grid (its sha256). A sweep run again
 with the same grid and --out skips the chunks on disk; when all are there they are joined into `<out>`
-(a temporary file renamed over it) and the parts folder is removed. Rows are those of `planner predict
+(a temporary file renamed over it), Parquet or CSV as its suffix says (FORMATS), and the parts folder is
+removed. Rows are those of `planner predict
 --configs` on the same points: `id`, the prediction's keys as columns (nested mappings flattened as
 `memory.weights_bytes`, lists as JSON text), `error` for a point that cannot be predicted, and the point's
 own values as `in.<key>`. `keep` filters the predicted rows; a point that could not be predicted is
@@ -31,10 +32,13 @@ from math import isfinite
 from pathlib import Path
 
 from planner.errors import ConfigError, PlannerError
+from planner.files import new_file_mode
 from planner.sweep.grid import Grid
 from planner.units import json_safe
 
 BACKENDS = ("local", "processes", "dask", "ray")
+FORMATS = {".parquet": "Parquet", ".csv": "CSV"}
+"""The formats a sweep writes, by the suffix of --out (case-insensitive)."""
 _MANIFEST = "manifest.json"
 
 
@@ -116,14 +120,23 @@ def predict_point(ident: int, point: dict, texts: tuple[str, ...] = ()) -> dict:
 def predict_chunk(points: list[tuple[int, dict]], keep: tuple[tuple[str, object], ...] = (),
                   texts: tuple[str, ...] = ()) -> list[dict]:
     """Rows of `points` ((id, point) pairs) that pass `keep`, and every point that could not be
-    predicted (its row holds `error`: a filter never hides a failure); the function every backend runs."""
-    _one_thread()
+    predicted (its row holds `error`: a filter never hides a failure); what every backend runs (a worker
+    process through worker_chunk)."""
     rows = []
     for ident, point in points:
         row = predict_point(ident, point, texts)
         if "error" in row or all(row.get(column) == value for column, value in keep):
             rows.append(row)
     return rows
+
+
+def worker_chunk(points: list[tuple[int, dict]], keep: tuple[tuple[str, object], ...] = (),
+                 texts: tuple[str, ...] = ()) -> list[dict]:
+    """predict_chunk in a worker process of the processes, dask or ray backend, which is set up for it
+    first (_one_thread). The local backend runs predict_chunk in the caller's process, which it leaves as
+    it is: the process belongs to the caller (the CLI, the app's server, a user's script)."""
+    _one_thread()
+    return predict_chunk(points, keep, texts)
 
 
 _SET_UP = False
@@ -149,9 +162,10 @@ def _one_thread() -> None:
 def run_sweep(grid: Grid, out: str | Path, backend: str = "local", workers: int = 1, address: str | None = None,
               progress: Callable[[int], None] | None = None, total: Callable[[int, int], None] | None = None
               ) -> SweepResult:
-    """Predict every point of `grid` into the Parquet file `out` on `backend` ("local", "processes",
-    "dask" or "ray"; `address` a cluster's, None to start a local one of `workers` workers). `total(points,
-    done)` is called once the grid is counted, `progress(n)` as each chunk of n points lands."""
+    """Predict every point of `grid` into the file `out` (Parquet or CSV by its suffix: FORMATS) on `backend`
+    ("local", "processes", "dask" or "ray"; `address` a cluster's, None to start a local one of `workers`
+    workers). `total(points, done)` is called once the grid is counted, `progress(n)` as each chunk of n points
+    lands."""
     from planner.sweep.grid import check_names
 
     start = time.perf_counter()
@@ -196,8 +210,8 @@ def _check_keep(grid: Grid, tries: int = 8) -> None:
 
 
 def _out_path(out: str | Path) -> Path:
-    """`out` as a Path a sweep may write: a file (not a folder) in a folder that exists, new or a sweep's
-    own Parquet (never another file overwritten); ConfigError otherwise."""
+    """`out` as a Path a sweep may write: a file (not a folder) in a folder that exists, named .parquet or
+    .csv (FORMATS), new or a sweep's own output (never another file overwritten); ConfigError otherwise."""
     if not str(out).strip():
         raise ConfigError("--out is empty; give a file path such as sweep.parquet")
     folder = str(out).endswith(("/", os.sep))  # Path() drops the trailing separator
@@ -208,20 +222,48 @@ def _out_path(out: str | Path) -> Path:
         raise ConfigError(f"--out '{out}': folder '{out.parent}' does not exist")
     if out.exists() or out.is_symlink():
         if not out.is_file() or not _is_sweep(out):
-            raise ConfigError(f"--out '{out}' exists and is not a sweep's Parquet file; a sweep replaces only "
-                              "its own output: remove the file or give another --out")
+            raise ConfigError(f"--out '{out}' exists and is not a sweep's {FORMATS.get(_suffix(out), 'Parquet')} "
+                              "file; a sweep replaces only its own output: remove the file or give another --out")
+    if _suffix(out) not in FORMATS:
+        what = (f"suffix '{_suffix(out)}' is not a format a sweep writes" if _suffix(out)
+                else "no suffix to tell the format")
+        raise ConfigError(f"--out '{out}': {what}; valid: "
+                          + ", ".join(f"{suffix} ({name})" for suffix, name in FORMATS.items()))
     if not os.access(out.parent, os.W_OK):
         raise ConfigError(f"--out '{out}': folder '{out.parent}' is not writable")
     return out
 
 
+def _suffix(path: Path) -> str:
+    return path.suffix.lower()
+
+
+def read_out(path: str | Path):
+    """The rows of a sweep's output file as a DataFrame, read as its suffix says (FORMATS)."""
+    if _suffix(Path(path)) == ".csv":
+        import pyarrow.csv as pc
+        # an empty cell is a null, as in the Parquet file (the `error` of a point that predicted)
+        return pc.read_csv(path, convert_options=pc.ConvertOptions(strings_can_be_null=True)).to_pandas()
+    import pandas as pd
+    return pd.read_parquet(path)
+
+
 def _is_sweep(path: Path) -> bool:
-    """True for a Parquet file holding a sweep's columns (summary.SWEEP_COLUMNS; its footer only is read)."""
+    """True for a file holding a sweep's columns (summary.SWEEP_COLUMNS): a Parquet file (its footer only is
+    read), or under a .csv name a CSV file (its header only)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from planner.sweep.summary import SWEEP_COLUMNS
 
+    if _suffix(path) == ".csv":
+        import csv
+        try:
+            with open(path, newline="", encoding="utf-8") as f:
+                header = next(csv.reader([f.readline(2**20)]), [])
+        except (OSError, UnicodeDecodeError, csv.Error):
+            return False
+        return set(SWEEP_COLUMNS) <= set(header)
     try:
         names = set(pq.read_schema(path).names)
     except (pa.ArrowException, OSError, ValueError):
@@ -284,10 +326,11 @@ def _write_part(parts: Path, number: int, rows: list[dict]) -> None:
 
 
 def _join(parts: Path, out: Path, inputs: list[str]) -> tuple[int, int]:
-    """Join the chunk files in order into `out` (atomically) under one schema, with every `inputs` column
-    (the grid's `in.<key>`) even when no row was kept, so that the file still reads as a sweep;
-    (rows, error rows)."""
+    """Join the chunk files in order into `out` (atomically; Parquet, or CSV for a .csv name) under one
+    schema, with every `inputs` column (the grid's `in.<key>`) even when no row was kept, so that the file
+    still reads as a sweep; (rows, error rows)."""
     import pyarrow as pa
+    import pyarrow.csv as pc
     import pyarrow.parquet as pq
 
     files = sorted(parts.glob("chunk-*.parquet"))
@@ -301,7 +344,8 @@ def _join(parts: Path, out: Path, inputs: list[str]) -> tuple[int, int]:
     os.close(fd)
     rows = errors = 0
     try:
-        with pq.ParquetWriter(tmp, schema) as writer:
+        os.chmod(tmp, new_file_mode())  # mkstemp's 0600 -> what open() would give
+        with (pc.CSVWriter if _suffix(out) == ".csv" else pq.ParquetWriter)(tmp, schema) as writer:
             for f in files:
                 table = pq.read_table(f)
                 columns = [table.column(n).cast(schema.field(n).type) if n in table.column_names
@@ -354,7 +398,7 @@ def _processes(chunks, args: tuple, workers: int):
 
     def submit(chunk):
         handle = object()
-        pool.apply_async(predict_chunk, (chunk, *args), callback=lambda rows: done.put((handle, rows, None)),
+        pool.apply_async(worker_chunk, (chunk, *args), callback=lambda rows: done.put((handle, rows, None)),
                          error_callback=lambda exc: done.put((handle, None, exc)))
         return handle
 
@@ -399,7 +443,7 @@ def _dask(chunks, args: tuple, workers: int, address: str | None):
             future = next(iter(finished))
             return future, future.result()
 
-        yield from _bounded(lambda c: client.submit(predict_chunk, c, *args, pure=False), wait_one, chunks, limit)
+        yield from _bounded(lambda c: client.submit(worker_chunk, c, *args, pure=False), wait_one, chunks, limit)
     finally:
         client.close()
         if cluster is not None:
@@ -422,7 +466,7 @@ def _ray(chunks, args: tuple, workers: int, address: str | None):
             raise ConfigError(f"cannot start or reach Ray ({address or 'local'}): {' '.join(str(exc).split())}") from None
         started = True
     try:
-        remote = ray.remote(num_cpus=1)(predict_chunk)
+        remote = ray.remote(num_cpus=1)(worker_chunk)
         limit = 2 * max(1, int(ray.cluster_resources().get("CPU", workers)))
 
         def wait_one(pending):

@@ -4,7 +4,7 @@ Graphs are captured on the meta device in a dtype torch supports for every op th
 bfloat16); the workload's logical dtype then sets the width every floating-point tensor is
 counted at. Sub-byte types are stored in bits (fp4 = 4 bits per element).
 
-Convention (documented in the README): every floating-point tensor of the workload (weights,
+Convention (documented in docs/counting.md): every floating-point tensor of the workload (weights,
 activations, KV cache, gradients) is counted at the logical width; integer tensors (token ids,
 indices) keep their own width. Optimizer state is counted as fp32 in training (mixed precision).
 """

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.errors import ConfigError, UnknownNameError
-from planner.files import parse_json, read_text
+from planner.files import parse_json, read_text, shipped_specs
 
-ROOT = Path(__file__).resolve().parents[2] / "hardware_specs"
+ROOT = shipped_specs()
 RULES = ("bn_fold", "conv_epilogue", "gemm_epilogue", "pointwise", "norm_fusion", "reduction_fusion",
          "attention_prologue", "moe_grouped", "dead_outputs", "conv_pool")
 """The fusion rules the lowering pass implements (planner/workload/lowering.py)."""

@@ -62,10 +62,10 @@ from pathlib import Path
 import torch
 
 from planner.errors import ConfigError, UnknownNameError, shorten
-from planner.files import parse_json, read_text
+from planner.files import parse_json, read_text, shipped_specs
 from planner.workload.dtypes import DTYPES, get_dtype
 
-ROOT = Path(__file__).resolve().parents[2] / "hardware_specs"
+ROOT = shipped_specs()
 PARTS = ("weights", "activations", "kv_cache")
 KEYS = {"weights": "weights", "activations": "activations", "kv": "kv_cache", "kv_cache": "kv_cache",
         "kv-cache": "kv_cache"}

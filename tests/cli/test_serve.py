@@ -2,7 +2,7 @@
 curve, a trace file, and bad input as one line on stderr with exit status 2 (never a traceback).
 
 Every run uses the same model, device and lengths as tests/serve/test_api.py, so the step-time grid
-(planner/serve/api.py _STEPS, one per process) is filled once."""
+(the default context's cache "serve.steps", planner/serve/api.py) is filled once."""
 
 import json
 import random

@@ -88,6 +88,24 @@ def test_unknown_device_suggests_close_matches(cat):
     assert "Did you mean" in str(info.value)
 
 
+def test_a_vendor_prefixed_device_name_suggests_the_devices_through_their_aliases(cat):
+    # "nvidia-h100" is no id; the product names "NVIDIA H100 PCIe", "NVIDIA H100 80GB HBM3" (h100-sxm) and
+    # "NVIDIA H100 NVL" hold both its words, so those three are suggested, before "h200-sxm" that difflib ranks high
+    with pytest.raises(UnknownNameError) as info:
+        cat.device("nvidia-h100")
+    assert sorted(info.value.suggestions) == ["h100-nvl", "h100-pcie", "h100-sxm"]
+    assert "Did you mean: h100-" in str(info.value)
+
+
+def test_an_instance_by_provider_and_name(cat):
+    # "aws:p5.48xlarge" is the row of "p5.48xlarge" (its first region); another provider's name is unknown
+    assert cat.instance("aws:p5.48xlarge") == cat.instance("p5.48xlarge")
+    assert cat.instance("AWS:P5.48xlarge", region="us-west-1").key == "aws:p5.48xlarge:us-west-1"
+    with pytest.raises(UnknownNameError) as info:
+        cat.instance("gcp:p5.48xlarge")
+    assert info.value.suggestions[0] == "aws:p5.48xlarge" and "aws:p5.48xlarge" in info.value.valid
+
+
 def test_instances(cat):
     p5 = cat.instance("P5.48xlarge")
     assert (p5.key, p5.device_id, p5.device_count) == ("aws:p5.48xlarge:us-east-1", "h100-sxm", 8)

@@ -112,7 +112,7 @@ def test_a_depthwise_filter_size_of_zero_is_refused():
 def test_cnn_training_steps_on_the_h100_and_h200_within_25_percent():
     """The probe's EfficientNet-B0/B4 and ResNet-50 training steps and EfficientNet-B0 inference
     (benchmarks/data/gpu_validate.json, run depthwise-probe): every step within 25% of its measurement.
-    With eval-mode batch norm's and dense convolutions' curves they were 48-72% too fast (README)."""
+    With eval-mode batch norm's and dense convolutions' curves they were 48-72% too fast (docs/accuracy.md)."""
     from benchmarks.gpu_validate import predict_case
 
     data = json.loads((ROOT / "benchmarks" / "data" / "gpu_validate.json").read_text())

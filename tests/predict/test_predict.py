@@ -324,3 +324,25 @@ def test_training_names_its_loss_and_counts_its_bytes_in_closed_form():
     assert any(n.startswith("loss cross entropy of the class logits") and "4 loss kernels" in n for n in vision.notes)
     encoder = predict(Request("bert-base", "h100-sxm", mode="training", batch=8, seq_len=128))
     assert any(n.startswith("loss the mean square") and "counted" not in n for n in encoder.notes)
+
+
+def test_tp_that_fits_is_the_smallest_wider_group_dividing_the_devices():
+    from planner.predict.api import tp_that_fits
+
+    # Llama 3.1 70B: 141 GB of bf16 weights; an H100 holds 80 GiB x 0.9 = 77.3 GB: tp 2 (70.6 GB each) fits
+    assert tp_that_fits(Request("llama-3.1-70b", "h100-sxm", gpus=8, output_len=8)) == 2
+    assert tp_that_fits(Request("llama-3.1-70b", "h100-sxm", output_len=8)) == 2  # no --gpus: tp 2 on 2 devices
+    # 6 devices: tp 4 and 8 do not divide them, tp 2 does; 3 devices: no tp above 1 divides them
+    assert tp_that_fits(Request("llama-3.1-70b", "h100-sxm", gpus=6, output_len=8)) == 2
+    assert tp_that_fits(Request("llama-3.1-70b", "h100-sxm", gpus=3, output_len=8)) is None
+    # Llama 3.1 405B: 811 GB of weights, 101 GB per device at tp 8, above an L4's 24 GB
+    assert tp_that_fits(Request("llama-3.1-405b", "l4", gpus=8, output_len=8)) is None
+
+
+def test_train_tokens_count_the_workloads_own_unit():
+    # a CNN trains on images (one per sample), an LM on tokens (the sequence of each sample)
+    cnn = predict(Request("resnet50", "h100-sxm", "training", global_batch=256, train_tokens=1.28e6))
+    assert cnn.metrics["train_unit"] == "images"
+    assert cnn.metrics["time_to_train_s"] == pytest.approx(-(-1.28e6 // 256) * cnn.metrics["step_time_s"])
+    lm = predict(Request("gpt2", "h100-sxm", "training", seq_len=128, global_batch=8, train_tokens=1e6))
+    assert lm.metrics["train_unit"] == "tokens"

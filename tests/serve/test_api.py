@@ -3,7 +3,8 @@ a time is `planner predict`'s TTFT and TPOT, static batches back to back are its
 dp copies add up; JSON-safe results, goodput at the SLO extremes, the highest rate within SLOs, and
 bad input as ConfigError naming the flag.
 
-Every run uses the same model, device and lengths, so the step-time grid (api._STEPS, one per process)
+Every run uses the same model, device and lengths, so the step-time grid (kept in the shared
+default context's cache "serve.steps")
 is filled once and the file runs in seconds."""
 
 import json

@@ -3,7 +3,9 @@
 import contextlib
 import json
 import os
+import re
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -15,7 +17,7 @@ import pytest
 from planner.cli import main
 from planner.errors import ConfigError
 from planner.sweep.grid import parse_grid
-from planner.sweep.run import flatten, predict_point, run_sweep
+from planner.sweep.run import flatten, predict_point, read_out, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 # batch 0 cannot be predicted: the 4 points of it are error rows (ids 8 to 11)
@@ -115,6 +117,36 @@ def test_out_never_overwrites_another_file(tmp_path):
     assert run_sweep(parse_grid(GRID), out).rows == 12  # a sweep's own output is replaced
 
 
+def test_out_writes_csv_for_a_csv_name_and_parquet_for_a_parquet_one(tmp_path):
+    import csv
+
+    import pyarrow.parquet as pq
+
+    parquet = run_sweep(parse_grid(GRID), tmp_path / "s.parquet").out
+    out = run_sweep(parse_grid(GRID), tmp_path / "s.csv").out
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["id"]) for r in rows] == list(range(12)) and rows[0]["in.device"] == "h100-sxm"
+    assert list(rows[0]) == pq.read_schema(parquet).names  # the same columns, in the same order
+    # read back, the CSV holds the Parquet's rows (an empty cell a null)
+    pd.testing.assert_frame_equal(read_out(out), pd.read_parquet(parquet))
+    for path in (out, parquet):  # as open() gives, not mkstemp's 0600
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~_umask()
+    assert run_sweep(parse_grid(GRID), out).rows == 12  # a sweep's own CSV is replaced
+    valid = "valid: .parquet (Parquet), .csv (CSV)"
+    for name, message in (("s.txt", f"suffix '.txt' is not a format a sweep writes; {valid}"),
+                          ("s", f"no suffix to tell the format; {valid}")):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            run_sweep(parse_grid(GRID), tmp_path / name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv", "s.parquet"]
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def test_a_killed_sweep_resumes_without_duplicates_or_gaps(tmp_path):
     grid_file = tmp_path / "g.yaml"
     many = {**GRID, "axes": {**GRID["axes"], "batch": [1, 2, 4, 8, 16, 32, 64, 128, 256]}, "chunk": 1}  # 36 chunks
@@ -174,7 +206,8 @@ def test_ray_backend_local(tmp_path):
     (["sweep", "examples/sweeps/serving.yaml", "--workers", "0"], "--workers must be"),
     (["sweep", "examples/sweeps/serving.yaml", "--out", "no/such/dir/s.parquet"], "does not exist"),
     (["sweep", "examples/sweeps/serving.yaml", "--out", "README.md"], "exists and is not a sweep's Parquet file"),
-    (["sweep", "examples/sweeps/serving.yaml", "--out", "no-such-folder/"], "is a folder")])
+    (["sweep", "examples/sweeps/serving.yaml", "--out", "no-such-folder/"], "is a folder"),
+    (["sweep", "examples/sweeps/serving.yaml", "--out", "sweep.txt"], "suffix '.txt' is not a format a sweep writes")])
 def test_cli_errors_are_one_line(args, message, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     assert main(args) == 2

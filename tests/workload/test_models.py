@@ -78,6 +78,34 @@ def test_hf_config_file_resolves_like_the_zoo(tmp_path):
     assert sum(p.numel() for p in module.parameters()) == 6_738_415_616
 
 
+FALCON_7B = {"model_type": "falcon", "architectures": ["FalconForCausalLM"], "hidden_size": 4544,
+             "num_attention_heads": 71, "num_hidden_layers": 32, "vocab_size": 65024, "multi_query": True,
+             "parallel_attn": True, "new_decoder_architecture": False, "bias": False, "alibi": False}
+
+
+def test_a_falcon_config_is_a_generative_decoder_of_6_92e9_parameters(tmp_path):
+    # tiiuae/falcon-7b: embeddings 65024·4544 (tied to the head); per layer a fused q|k|v of 71 query heads and one
+    # shared K/V head of 64 (4544·(4544 + 2·64)), the output 4544², a 4 x 4544 GELU MLP (2·4544·18176) and one
+    # LayerNorm (2·4544) read by attention and MLP in parallel; a final LayerNorm: 6,921,720,704 ("7B", 6.92e9)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(FALCON_7B))
+    model = resolve(str(path))
+    assert model.family == "decoder" and (model.config.num_kv_heads, model.config.head_dim) == (1, 64)
+    layer = 4544 * (4544 + 2 * 64) + 4544**2 + 2 * 4544 * 18176 + 2 * 4544
+    expected = 65024 * 4544 + 32 * layer + 2 * 4544
+    assert expected == 6_921_720_704
+    wg = build_graph(model, Workload("decode", context_len=16))  # generative: a decode step on a KV cache
+    assert wg.params == expected and wg.workload.context_len == 16
+
+
+@pytest.mark.parametrize("field", ["new_decoder_architecture", "alibi"])
+def test_a_falcon_layout_not_modelled_is_refused_naming_the_field(tmp_path, field):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**FALCON_7B, field: True}))
+    with pytest.raises(ConfigError, match=f"field '{field}' is true .* which is not modelled; valid: false"):
+        resolve(str(path))
+
+
 @pytest.mark.parametrize("raw,field", [
     ({"model_type": "llama", "hidden_size": 64}, "num_attention_heads"),
     ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 3, "num_hidden_layers": 1,

@@ -1,10 +1,10 @@
-"""planner/gc_pause.py: the collector is off inside a block and back as it was after the last block ends,
+"""planner/cli/gc_pause.py: the collector is off inside a block and back as it was after the last block ends,
 whatever the nesting and however two threads' blocks overlap."""
 
 import gc
 import threading
 
-from planner.gc_pause import paused
+from planner.cli.gc_pause import paused
 
 
 def test_off_inside_and_restored_after():
