@@ -95,6 +95,7 @@ def main() -> None:
     at.sidebar.radio(key="page").set_value("Cost").run()
     actions["Cost: utilization 0.5"] = timed(lambda: at.slider(key="cost_utilization").set_value(0.5).run())
     at.sidebar.radio(key="page").set_value("Plan").run()
+    at.radio(key="plan_mode").set_value("Scenario YAML (advanced)").run()  # the form is the page's first way in
     st.cache_data.clear()
     actions["Plan: solve of a new scenario (mixed.yaml)"] = timed(lambda: at.button(key="plan_solve").click().run())
     actions["Plan: re-run of the solved scenario"] = timed(lambda: at.button(key="plan_solve").click().run())

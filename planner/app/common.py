@@ -12,6 +12,10 @@ import streamlit as st
 ROOT = Path(__file__).resolve().parents[2]
 MAX_UPLOAD_BYTES = 1_000_000
 """Largest config.json or scenario YAML accepted from the browser."""
+UPLOAD_MIB = 1
+"""The browser's own limit on those uploads, MiB (Streamlit's unit): the smallest above MAX_UPLOAD_BYTES. The
+server-wide maxUploadSize in .streamlit/config.toml is the largest page's (Sweep, 200 MiB); each page
+checks its own limit on the bytes it receives, with a message naming it."""
 
 
 @st.cache_resource
@@ -84,7 +88,7 @@ def shown(fn, *args, **kwargs):
 
 def upload_text(label: str, types: list[str], key: str, help: str | None = None) -> str | None:
     """The UTF-8 text of an uploaded file, or None (nothing uploaded, or an error box shown)."""
-    file = st.file_uploader(label, type=types, key=key, help=help)
+    file = st.file_uploader(label, type=types, key=key, help=help, max_upload_size=UPLOAD_MIB)
     if file is None:
         return None
     data = file.getvalue()
@@ -142,3 +146,14 @@ def roofline_chart(points, device, dtype: str, y_title: str, tooltip: list):
         chart = alt.Chart(pd.DataFrame(roofs)).mark_line(color="gray").encode(
             x=x, y=y, strokeDash=alt.StrokeDash("ceiling:N", title="ceiling")) + chart
     return chart
+
+
+TIER_COLORS = {"measured": "#1a7f37", "published": "#0b6bcb", "transferred": "#6f42c1", "cross-library": "#9a6700",
+               "datasheet": "#8a8f98"}
+"""Each tier's colour in charts: none red (red marks an SLO or a limit on these pages), datasheet grey."""
+
+
+def tier_scale():
+    """The altair colour scale of the tiers (TIER_COLORS)."""
+    import altair as alt
+    return alt.Scale(domain=list(TIER_COLORS), range=list(TIER_COLORS.values()))

@@ -110,6 +110,15 @@ def page() -> None:
     cols[2].metric(f"Cloud $/h for the server's {result.devices} devices", f"${result.cloud_usd_per_h:,.2f}",
                    help=f"${result.cloud_usd_per_device_h:,.4g} per device-hour x {result.devices} devices, after "
                         "the discount")
+    last = result.table.iloc[-1]  # cumulative USD at the end of the horizon (month `months`)
+    totals = st.columns(3)
+    totals[0].metric(f"Renting over {months} months", f"${last['cloud_usd']:,.0f}",
+                     help="Cloud cost of the hours used over the whole term, at this utilization and discount")
+    totals[1].metric(f"Owning over {months} months", f"${last['onprem_usd']:,.0f}",
+                     help="Capex of every server bought in the term, with power, colocation and operations")
+    cheaper = "owning" if last["onprem_usd"] < last["cloud_usd"] else "renting"
+    totals[2].metric("Cheaper over the term", f"{cheaper}, by ${abs(last['cloud_usd'] - last['onprem_usd']):,.0f}",
+                     help="The difference of the two totals to the left")
     later = (result.breakeven_month is not None and result.breakeven_month > months)
     st.info(result.breakeven_why[0].upper() + result.breakeven_why[1:]
             + (f" (past the {months}-month horizon shown)" if later else "") + ".")

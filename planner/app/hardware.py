@@ -1,7 +1,9 @@
 """Your hardware page: add a device (peaks, memory, bandwidth, links, power, price) for as long as the
 browser session lasts, checked as the catalog is (planner.hardware.custom), and export it as catalog
 rows. Every page predicts with it once added: it joins the device lists as a datasheet-tier device
-(or a transferred one, where a profiled device of its vendor and generation exists)."""
+(or a transferred one, where a profiled device of its vendor and generation exists, or of the catalog
+device whose figures it copies: profile_select.transfer_key). A device of a vendor no engine file lists
+(vendor "Acme") runs plain PyTorch (engines.GENERIC_ENGINES), and its predictions say so."""
 
 from __future__ import annotations
 
@@ -76,6 +78,20 @@ def session_context(base):
     return _extended(digest, json.dumps(st.session_state[STATE], sort_keys=True), base)
 
 
+def how_predicted(device_id: str, base) -> str:
+    """One line on how the pages predict a device this session added (to `base`'s catalog): its tier and where
+    the efficiencies come from, and for a vendor no engine file lists, the engine it is assumed to run."""
+    from planner.workload.engines import GENERIC_ENGINES, known_vendor
+    ctx = session_context(base)
+    device = ctx.device(device_id)
+    eff = ctx.efficiency(device)
+    text = f"{device_id} is predicted on tier {eff.tier}: {getattr(eff, 'source', '')}"
+    if not known_vendor(device.vendor):
+        text += (f". {device.vendor} is a vendor no engine file lists: it is assumed to run plain PyTorch "
+                 f"({', '.join(GENERIC_ENGINES)}), every other engine is refused")
+    return text
+
+
 def _device_row(values: dict) -> dict:
     today = datetime.date.today().isoformat()
     row = {k: str(v).strip() for k, v in values.items()}
@@ -146,12 +162,14 @@ def page() -> None:
             "name": c[1].text_input("Name", f"{base['name']} (custom)" if base else "My GPU", key=f"hw_name_{start}",
                                     help="Full name; must not be an existing device's name"),
             "vendor": c[2].text_input("Vendor", base["vendor"] if base else "NVIDIA", key=f"hw_vendor_{start}",
-                                      help="NVIDIA, AMD, ..."),
+                                      help="NVIDIA, AMD, Google, Intel (Habana), AWS (Annapurna), or any other: a "
+                                           "vendor no engine lists is predicted on plain PyTorch (eager)"),
             "generation": c[0].text_input("Generation", base["generation"] if base else "custom",
                                           key=f"hw_generation_{start}",
                                           help="A catalog generation (hopper, blackwell, cdna3...) lets planner "
-                                               "transfer that generation's measured efficiencies to this device; "
-                                               "any other name gives datasheet-tier predictions"),
+                                               "transfer that generation's measured efficiencies to this device, "
+                                               "as do a catalog device's exact figures (same vendor, peaks and "
+                                               "bandwidth); any other gives datasheet-tier predictions"),
             "kind": c[1].selectbox("Kind", KINDS, index=KINDS.index(base["kind"]) if base and base["kind"] in KINDS
                                    else 0, key=f"hw_kind_{start}", help="gpu, accelerator or tpu"),
         }
@@ -173,6 +191,7 @@ def page() -> None:
         added = shown(add, values, float(price) or None, server)  # None: the error box is shown
         if added:
             st.success(f"Added {added}: pick it on the Workload, Serving, Cost and Plan pages.")
+            st.caption(how_predicted(added, base_context()))
     rows = _rows()
     if not rows["device"]:
         st.info("No device of your own yet.")

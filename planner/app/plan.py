@@ -1,11 +1,14 @@
 """Plan page: the instance mix and cluster size for a scenario (planner.plan), with everything `planner plan`
-prints. The scenario box is checked by the library's own loader as it is edited; a solved plan stays on
-the page, through downloads and any other rerun, until the scenario text (or the session's hardware)
-changes."""
+prints. The first way in is a form (one serving workload: model, demand, length mix, SLOs, devices, clouds,
+pricing, horizon, budget) that builds a scenario, checks it with the library's own parser, solves it and
+offers it as YAML; the advanced way is the scenario YAML itself (an example or an upload), checked by the
+library's loader as it is edited. A solved plan stays on the page, through downloads and any other rerun,
+until the scenario (or the session's hardware) changes."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import altair as alt
 import pandas as pd
@@ -14,9 +17,26 @@ import streamlit as st
 from planner.app.common import ROOT, context, dated, hardware_key, purpose, shown, upload_text
 
 DEFAULT_EXAMPLE = "mixed.yaml"
-KEPT = {"plan_source": "Example", "plan_example": DEFAULT_EXAMPLE}
+FORM, ADVANCED = "Form", "Scenario YAML (advanced)"
+WIDE_COLUMNS = 7
+"""Columns past which a table is wider than the page at 1,280 px (docs/app/plan_1280.png) and says it scrolls."""
+KEPT = {"plan_mode": FORM, "plan_source": "Example", "plan_example": DEFAULT_EXAMPLE}
 """The Plan page's choices and their first values. Streamlit forgets a widget's value while its page is not
 drawn, so each is also kept under "<key>_kept" and handed back when the page is opened again."""
+FORM_FIRST = {"pf_model": "llama-3.1-8b", "pf_dtype": "bf16", "pf_demand": 10.0, "pf_ttft_ms": 1000.0,
+              "pf_tpot_ms": 50.0, "pf_devices": ["h100-sxm", "l40s"], "pf_providers": [],
+              "pf_pricing": ["on_demand"], "pf_horizon": 12, "pf_budget": None}
+"""The form's fields and their first values (kept as KEPT's are). None: the field starts empty."""
+FIRST_MIX = [{"input_len": 512, "output_len": 128, "share": 0.7}, {"input_len": 1024, "output_len": 256, "share": 0.3}]
+"""The length mix the form starts with (a chat service's, as examples/chat.yaml)."""
+MIX_LABELS = {"input_len": "input (tokens)", "output_len": "output (tokens)", "share": "share (0-1)"}
+FORM_FIELDS = (("scenario.workloads[0].demand_rps", "Demand"), ("scenario.workloads[0].slo", "SLOs"),
+               ("scenario.workloads[0].model", "Model"), ("scenario.workloads[0].dtype", "Precision"),
+               ("scenario.workloads[0].buckets", "Length mix"), ("scenario.candidates.cloud.pricing", "Pricing"),
+               ("scenario.candidates.cloud.providers", "Clouds"), ("scenario.candidates.cloud.instances", "Devices"),
+               ("scenario.candidates", "Candidates"), ("scenario.horizon_months", "Horizon"),
+               ("scenario.constraints.monthly_budget_usd", "Monthly budget"))
+"""The scenario keys the form sets, by the form's label for them (a parser message names the field)."""
 
 
 def _parse(text: str):
@@ -57,16 +77,58 @@ def solve_plan(hw: str, scenario_text: str) -> dict:
     plan = solve(scenario, context())
     buckets = {f"{w.name}/{i}": f"{b.input_len:,} / {b.output_len:,}" for w in scenario.workloads
                for i, b in enumerate(w.buckets)}
+    # what the Serving page needs to simulate a flow's deployment (serving_handoff)
+    flows = {f"{w.name}/{i}": {"model": w.model, "dtype": w.dtype, "engine": w.engine, "input_len": b.input_len,
+                               "output_len": b.output_len, "ttft_s": w.ttft_s, "tpot_s": w.tpot_s,
+                               "stat": w.ttft_stat or w.tpot_stat or "mean"}
+             for w in scenario.workloads for i, b in enumerate(w.buckets)}
     return {"plan": plan.as_dict(), "problems": check(plan, scenario, context()),
-            "horizon_months": scenario.horizon_months, "buckets": buckets}
+            "horizon_months": scenario.horizon_months, "buckets": buckets, "flows": flows}
+
+
+def serving_handoff(result: dict, a: dict) -> dict:
+    """The Serving page's inputs (its session_state keys) that simulate assignment `a` of a solved plan: the
+    flow's model, lengths and SLOs on the candidate's device at the assignment's tp. A candidate that carries
+    only this flow is simulated whole (its GPUs, the flow's rate spread over its copies); one that carries
+    several flows, as one copy at the rate the plan loads each copy with (its capacity x the row's
+    utilization), as the plan's own check does (planner/plan/check.py)."""
+    from planner.app.serving import NO_ENGINE, NO_RECIPE
+    from planner.workload.dtypes import DTYPES
+    flow = result["flows"][a["flow"]]
+    [row] = [r for r in result["plan"]["rows"] if r["candidate"] == a["candidate"]]
+    alone = len(row["serves"]) == 1 and not row["trains"]
+    copies_per_unit = max(1, row["devices"] // max(1, row["units"]) // a["tp"])
+    gpus, rate = (row["devices"], a["rps"]) if alone else (
+        a["tp"], a["capacity_rps"] / copies_per_unit * min(1.0, row["utilization"]))
+    no_target_ms = 1e6  # the page's largest: a target no run misses
+    return {"serve_model": flow["model"], "serve_device": row["device"], "serve_gpus": int(gpus),
+            "serve_tp": int(a["tp"]), "serve_engine": flow["engine"] or NO_ENGINE,
+            "serve_dtype": flow["dtype"] if flow["dtype"] in DTYPES else "bf16",
+            "serve_recipe": NO_RECIPE if flow["dtype"] in DTYPES else flow["dtype"],
+            "serve_input_len": flow["input_len"], "serve_output_len": flow["output_len"],
+            "serve_slo_ttft_ms": min(no_target_ms, flow["ttft_s"] * 1e3),
+            "serve_slo_tpot_ms": min(no_target_ms, flow["tpot_s"] * 1e3),
+            "serve_slo_stat": flow["stat"] if flow["stat"] in ("p50", "p90", "p99") else "mean",
+            "serve_rate_rps": round(rate, 2)}
+
+
+def _to_serving(values: dict) -> None:
+    st.session_state.update(values)
+    st.session_state["page"] = "Serving"
+
+
+def _restore(firsts: dict) -> None:
+    """Hand each widget its kept value (or its first) where Streamlit dropped it: first visit, or the page was
+    left."""
+    for key, first in firsts.items():
+        if key not in st.session_state:
+            st.session_state[key] = st.session_state.get(f"{key}_kept", first)
 
 
 def _scenario_text() -> str | None:
     """The scenario box: an example or an upload, then edited freely. None when nothing is uploaded yet."""
     examples = sorted(p.name for p in (ROOT / "examples").glob("*.yaml"))
-    for key, first in KEPT.items():
-        if key not in st.session_state:  # first visit, or the page was left: Streamlit dropped the value
-            st.session_state[key] = st.session_state.get(f"{key}_kept", first)
+    _restore(KEPT)
     if st.session_state["plan_example"] not in examples:
         st.session_state["plan_example"] = DEFAULT_EXAMPLE if DEFAULT_EXAMPLE in examples else examples[0]
     source = st.radio("Scenario", ["Example", "Upload YAML"], horizontal=True, key="plan_source",
@@ -99,9 +161,231 @@ def _scenario_text() -> str | None:
     return text
 
 
+def _serving_models() -> list[str]:
+    """The zoo's models that generate tokens (a serving workload's; planner.plan.scenario.SERVING_FAMILIES)."""
+    from planner.app.common import zoo_ids
+    from planner.plan.scenario import SERVING_FAMILIES
+    from planner.workload.zoo import resolve
+    return [m for m in zoo_ids() if resolve(m).family in SERVING_FAMILIES]
+
+
+def _blank(value) -> bool:
+    """An empty table cell: None, NaN or NA (a number column's empty cell) or blank text."""
+    if isinstance(value, str):
+        return not value.strip()
+    return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
+
+
+def _number(value):
+    """A table cell as a plain int (a whole number) or float, for the scenario and its YAML; text as given."""
+    if isinstance(value, str):
+        value = value.strip()
+        try:
+            value = float(value)
+        except ValueError:
+            return value
+    value = float(value)
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+def form_scenario(values: dict, mix: pd.DataFrame, catalog) -> tuple[dict, list[int]]:
+    """The scenario mapping of the form's `values` (FORM_FIRST's keys) and length `mix` (input_len, output_len,
+    share), for planner.plan.scenario.parse; and the table row (from 1) of each bucket. ConfigError, in the form's
+    words, for what the form itself lacks (an empty cell, no SLO, no pricing, no device on the chosen clouds)."""
+    from planner.errors import ConfigError
+    buckets, rows = [], []
+    for i, row in enumerate(mix.to_dict("records"), 1):
+        cells = {k: row.get(k) for k in MIX_LABELS}
+        if all(_blank(v) for v in cells.values()):
+            continue  # a row added and left empty
+        empty = [MIX_LABELS[k] for k, v in cells.items() if _blank(v)]
+        if empty:
+            raise ConfigError(f"Length mix, row {i}: {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} "
+                              "empty")
+        buckets.append({k: _number(v) for k, v in cells.items()})
+        rows.append(i)
+    if not buckets:
+        raise ConfigError("Length mix: give at least one row of input and output tokens with its share")
+    for label, key in (("Demand", "pf_demand"), ("Horizon", "pf_horizon")):
+        if values[key] is None:
+            raise ConfigError(f"{label}: empty; give a number")
+    slo = {k: values[f] / 1000 for k, f in (("ttft_p90_s", "pf_ttft_ms"), ("tpot_p90_s", "pf_tpot_ms"))
+           if values[f] is not None}
+    if not slo:
+        raise ConfigError("SLOs: give a p90 TTFT target, a p90 TPOT target or both (an empty field is no target)")
+    if not values["pf_pricing"]:
+        raise ConfigError("Pricing: pick at least one")
+    cloud = {"providers": list(values["pf_providers"]), "pricing": list(values["pf_pricing"])}
+    if not cloud["providers"]:
+        del cloud["providers"]  # every cloud
+    if values["pf_devices"]:
+        cloud["instances"] = [i.key for i in catalog.instances if i.device_id in values["pf_devices"]
+                              and (not values["pf_providers"] or i.provider in values["pf_providers"])]
+        if not cloud["instances"]:
+            raise ConfigError("Devices: none of the chosen devices is offered by the chosen clouds; pick more of "
+                              "either")
+    model, demand = values["pf_model"], float(values["pf_demand"])
+    scenario = {"name": f"{model} at {demand:,.12g} requests/s", "horizon_months": int(values["pf_horizon"]),
+                "objective": "cost",
+                "workloads": [{"name": "serving", "model": model, "dtype": values["pf_dtype"], "demand_rps": demand,
+                               "buckets": buckets, "slo": slo}],
+                "candidates": {"cloud": cloud}}
+    if values["pf_budget"] is not None:
+        scenario["constraints"] = {"monthly_budget_usd": float(values["pf_budget"])}
+    return scenario, rows
+
+
+def form_message(message: str, rows: list[int]) -> str:
+    """A parser message (it names the scenario key) in the form's words: the field's label, the table's row."""
+    bucket = re.match(r"scenario\.workloads\[0\]\.buckets\[(\d+)\](?:\.(\w+))?(.*)", message, re.DOTALL)
+    if bucket:
+        index, column, rest = int(bucket.group(1)), bucket.group(2), bucket.group(3)
+        row = rows[index] if index < len(rows) else index + 1
+        return f"Length mix, row {row}" + (f", {MIX_LABELS.get(column, column)}" if column else "") + rest
+    for key, label in FORM_FIELDS:
+        if message.startswith(key):
+            return label + message[len(key):].lstrip(".")
+    return message
+
+
+def scenario_yaml(scenario: dict) -> str:
+    """The form's scenario as a YAML file `planner plan` reads (and the Advanced box, or an upload, takes)."""
+    import yaml
+    return ("# Built by the Plan page's form of planner's app: planner plan scenario.yaml solves it again\n"
+            + yaml.safe_dump(scenario, sort_keys=False, allow_unicode=True, width=100))
+
+
+def _form() -> None:
+    """The fleet-sizing form: on Solve, the scenario it builds is parsed (a bad field is one line naming it),
+    solved and kept with its YAML; the plan shows below until the form is solved again."""
+    from planner.hardware.catalog import PRICINGS
+    from planner.workload.dtypes import DTYPES
+    ctx = context()
+    models = _serving_models()
+    devices = sorted({i.device_id for i in ctx.catalog.instances})
+    providers = sorted({i.provider for i in ctx.catalog.instances})
+    pricings = [p for p in PRICINGS if any(p in i.price_usd_per_h for i in ctx.catalog.instances)]
+    _restore(FORM_FIRST)
+    ss = st.session_state
+    # a kept choice that is no longer offered (a device of the session removed) is dropped, not an error
+    if ss["pf_model"] not in models:
+        ss["pf_model"] = models[0]
+    for key, options in (("pf_devices", devices), ("pf_providers", providers), ("pf_pricing", pricings)):
+        if any(v not in options for v in ss[key]):
+            ss[key] = [v for v in ss[key] if v in options]
+    if "pf_mix" not in ss or "pf_mix_base" not in ss:  # the table starts from what was last submitted
+        ss["pf_mix_base"] = ss.get("pf_mix_kept", pd.DataFrame(FIRST_MIX))
+    with st.form("plan_form"):
+        cols = st.columns(3)
+        cols[0].selectbox("Model", models, key="pf_model",
+                          help="A model of planner's zoo that generates tokens; a model of your own (its config.json) "
+                               "is planned from the command line, where a scenario may name its file")
+        cols[1].selectbox("Precision", list(DTYPES), key="pf_dtype",
+                          help="The weights' and activations' number format the model is served in")
+        cols[2].number_input("Demand (requests/s)", min_value=0.01, max_value=1e6, value=None, step=1.0,
+                             format="%.2f", key="pf_demand", help="The request rate the fleet must sustain")
+        st.markdown("**Length mix**: the request sizes of the traffic, one row each, with the share of requests "
+                    "(the shares add up to 1); add or delete rows in the table")
+        mix = st.data_editor(
+            ss["pf_mix_base"], num_rows="dynamic", hide_index=True, key="pf_mix",
+            column_config={
+                "input_len": st.column_config.NumberColumn(MIX_LABELS["input_len"], min_value=1, max_value=2**20,
+                                                           step=1, format="localized",
+                                                           help="Prompt tokens of a request"),
+                "output_len": st.column_config.NumberColumn(MIX_LABELS["output_len"], min_value=1,
+                                                            max_value=2**20, step=1, format="localized",
+                                                            help="Generated tokens of a request"),
+                "share": st.column_config.NumberColumn(MIX_LABELS["share"], min_value=0.0, max_value=1.0, step=0.01,
+                                                       help="Fraction of the requests of this size")})
+        cols = st.columns(3)
+        cols[0].number_input("p90 TTFT target (ms)", min_value=1.0, max_value=3_600_000.0, value=None, step=50.0,
+                             format="%.1f", key="pf_ttft_ms", placeholder="no target",
+                             help="Time to first token that 90% of requests must meet under the load; leave empty "
+                                  "for no TTFT target")
+        cols[1].number_input("p90 TPOT target (ms)", min_value=0.1, max_value=3_600_000.0, value=None, step=5.0,
+                             format="%.1f", key="pf_tpot_ms", placeholder="no target",
+                             help="Time per output token that 90% of requests must meet under the load; leave empty "
+                                  "for no TPOT target")
+        cols[2].caption("No end-to-end latency target: the capacity search and the check judge TTFT and TPOT only "
+                        "(a request's end-to-end time is about TTFT + (output tokens - 1) x TPOT). Capacity comes "
+                        "from the serving simulator under Poisson arrivals.")
+        cols = st.columns(3)
+        cols[0].multiselect("Devices", devices, key="pf_devices", placeholder="every device",
+                            help="The accelerators the fleet may use (the cloud instances that carry them; your own "
+                                 "devices from the Your hardware page too); none picked: every device. Each device "
+                                 "adds a few seconds of simulation")
+        cols[1].multiselect("Clouds", providers, key="pf_providers", placeholder="every cloud",
+                            help="The providers whose instances may be rented; none picked: every provider")
+        cols[2].multiselect("Pricing", pricings, key="pf_pricing",
+                            help="How instances may be paid for: on demand, spot, reserved or committed for 1 or 3 "
+                                 "years, savings plans (hardware_specs/discounts.csv); an instance is a candidate at "
+                                 "each of its prices picked")
+        cols = st.columns(3)
+        cols[0].number_input("Horizon (months)", min_value=1, max_value=240, value=None, step=1, key="pf_horizon",
+                             help="The term the plan is paid over: its total cost is for these months")
+        cols[1].number_input("Monthly budget ($/month)", min_value=0.0, max_value=1e12, value=None, step=1000.0,
+                             format="%.0f", key="pf_budget", placeholder="no budget",
+                             help="The most the fleet may cost a month; leave empty for no budget")
+        pressed = st.form_submit_button("Solve", key="plan_form_solve", type="primary",
+                                        help="Build the scenario, check it, predict every candidate's capacity and "
+                                             "solve for the cheapest mix (a few seconds per device)")
+    values = {k: ss[k] for k in FORM_FIRST}
+    for key, value in values.items():
+        ss[f"{key}_kept"] = value
+    ss["pf_mix_kept"] = mix
+    if pressed:
+        _submit(values, mix, ctx)
+    if ss.get("plan_form_error"):
+        st.error(ss["plan_form_error"])
+    built = ss.get("plan_form_built")
+    if not built:
+        return
+    st.download_button("Scenario as YAML", built["text"], "scenario.yaml", "text/yaml", key="plan_form_yaml",
+                       on_click="ignore", help="The scenario the form built: open it under Scenario YAML (advanced) "
+                                               "to edit what the form does not offer, or solve it with planner plan")
+    saved = ss.get("plan_form_result")
+    if saved and saved["hw"] == hardware_key() and saved["text"] == built["text"]:
+        _results(saved["result"], built["text"], scenario_download=False)
+
+
+def _submit(values: dict, mix: pd.DataFrame, ctx) -> None:
+    """The form's Solve: build, parse, price the candidates, solve; the scenario and the plan (or the one-line
+    message) kept in session_state."""
+    from planner.errors import PlannerError
+    from planner.plan.capacity import candidates
+    from planner.plan.scenario import parse
+    ss = st.session_state
+    for key in ("plan_form_error", "plan_form_built", "plan_form_result"):
+        ss.pop(key, None)
+    rows: list[int] = []
+    try:
+        scenario, rows = form_scenario(values, mix, ctx.catalog)
+        parsed = parse(scenario, "form", allow_model_files=False)
+        if not candidates(parsed, ctx):
+            raise PlannerError("Candidates: no instance of the chosen devices and clouds has the chosen pricing")
+    except PlannerError as exc:
+        ss["plan_form_error"] = form_message(str(exc), rows)
+        return
+    text = scenario_yaml(scenario)
+    ss["plan_form_built"] = {"scenario": scenario, "text": text}
+    hw = hardware_key()
+    result = shown(solve_plan, hw, text)
+    if result is not None:
+        ss["plan_form_result"] = {"hw": hw, "text": text, "result": result}
+
+
 def page() -> None:
     purpose("Plan: the instance mix and cluster size", "The cheapest (or least energy, least carbon) mix of cloud "
             "instances and on-prem servers that meets a scenario's demand, SLOs, budget and power, checked independently.")
+    _restore({"plan_mode": KEPT["plan_mode"]})
+    mode = st.radio("Describe the fleet with", [FORM, ADVANCED], horizontal=True, key="plan_mode",
+                    help="The form: one serving workload on cloud instances, filled in here. The scenario YAML: "
+                         "everything a scenario holds (several workloads, training jobs, on-prem servers, more "
+                         "constraints), from an example or an upload, edited in the page")
+    st.session_state["plan_mode_kept"] = mode
+    if mode == FORM:
+        _form()
+        return
     text = _scenario_text()
     if text is None:
         return
@@ -124,16 +408,20 @@ def page() -> None:
     _results(saved["result"], text)
 
 
-def _results(result: dict, text: str) -> None:
+def _results(result: dict, text: str, scenario_download: bool = True) -> None:
     """A solved plan (solve_plan's result), as `planner plan` prints it: totals, rows, assignments, training,
-    best single type, Pareto front, price sensitivity, break-even, notes, the check; then the downloads."""
+    best single type, Pareto front, price sensitivity, break-even, notes, the check; then the downloads (the
+    scenario's too unless `scenario_download` is False: the form offers it above)."""
     from planner.plan.solve import format_objective
     from planner.units import json_safe
 
     plan, problems = result["plan"], result["problems"]
     totals = plan["totals"]
+    months = result["horizon_months"]
     st.subheader(f"Plan for '{plan['scenario']}'")
-    st.caption(f"Objective {plan['objective']}, over {result['horizon_months']:g} months.")
+    st.caption(f"Objective {plan['objective']}, over {months:,g} months.")
+    st.markdown(f"**Total cost over the {months:,g}-month term: ${totals['cost_over_horizon_usd']:,.0f}** "
+                f"(${totals['usd_per_month']:,.0f} a month)")
     cols = st.columns(3)
     cols[0].metric("$/month", f"${totals['usd_per_month']:,.0f}")
     cols[1].metric("over the horizon", f"${totals['cost_over_horizon_usd']:,.0f}")
@@ -161,8 +449,20 @@ def _results(result: dict, text: str) -> None:
         _table(pd.DataFrame([{
             "workload": a["flow"].rsplit("/", 1)[0], "bucket (tokens in / out)": result["buckets"].get(a["flow"], ""),
             "candidate": a["candidate"], "share (%)": round(100 * a["share"], 1), "rate (req/s)": round(a["rps"], 2),
-            "tensor parallel (GPUs)": a["tp"], "batch (requests)": a["batch"],
+            "tensor parallel (GPUs)": a["tp"],
+            "batch (requests)": f"{a['batch']:,}" if a["batch"] else "continuous",  # one type: Arrow takes it
             "capacity per unit (req/s)": round(a["capacity_rps"], 2)} for a in plan["assignments"]]))
+    served = [a for a in plan["assignments"] if a["flow"] in result.get("flows", {})]
+    if served:
+        labels = {f"{a['flow']} on {a['candidate']} (tp {a['tp']}, {a['rps']:,.2f} req/s)": a for a in served}
+        cols = st.columns([3, 1])
+        pick = cols[0].selectbox("Simulate an assignment on the Serving page", list(labels), key="plan_handoff",
+                                 help="Opens the Serving page with this assignment's model, lengths, SLOs, device, "
+                                      "GPUs and rate, for the latency percentiles and curves of its deployment")
+        cols[1].button("Open on the Serving page", key="plan_handoff_go", on_click=_to_serving,
+                       args=(serving_handoff(result, labels[pick]),),
+                       help="The Serving page simulates the deployment at the plan's rate: its latency percentiles "
+                            "against the SLOs, its curve and its saturation rate")
     if plan["training"]:
         st.markdown("**Training jobs**")
         _table(pd.DataFrame([{
@@ -219,14 +519,16 @@ def _results(result: dict, text: str) -> None:
                    "budget and power.")
 
     out = json_safe({**plan, "check": {"passed": not problems, "problems": problems}})
-    cols = st.columns(3)
+    cols = st.columns(3 if scenario_download else 2)
     cols[0].download_button("Plan as CSV", rows.to_csv(index=False), "plan.csv", "text/csv", key="dl_csv",
                             on_click="ignore", help="The table of what to rent and buy, one row per candidate")
     cols[1].download_button("Plan as JSON", json.dumps(out, indent=2, default=str, allow_nan=False), "plan.json",
                             "application/json", key="dl_json", on_click="ignore",
                             help="Everything above, as `planner plan --json` writes it (with the check's result)")
-    cols[2].download_button("Scenario as YAML", text, "scenario.yaml", "text/yaml", key="dl_yaml", on_click="ignore",
-                            help="The scenario as solved, edits included: `planner plan scenario.yaml` solves it again")
+    if scenario_download:
+        cols[2].download_button("Scenario as YAML", text, "scenario.yaml", "text/yaml", key="dl_yaml",
+                                on_click="ignore", help="The scenario as solved, edits included: `planner plan "
+                                                        "scenario.yaml` solves it again")
 
 
 def _table(frame: pd.DataFrame) -> None:
@@ -234,6 +536,8 @@ def _table(frame: pd.DataFrame) -> None:
     numeric = frame.select_dtypes("number").columns
     st.dataframe(frame, hide_index=True,
                  column_config={c: st.column_config.NumberColumn(format="localized") for c in numeric})
+    if len(frame.columns) > WIDE_COLUMNS:  # wider than a laptop's screen: its last columns are off to the right
+        st.caption(f"{len(frame.columns)} columns: scroll the table sideways (or enlarge it, top right) for all.")
 
 
 def pareto_frame(front, totals: dict) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.app.common import context, dated, device_ids, fmt_s, hardware_key, purpose, shown
+from planner.serve.steady import DEFAULT_REQUESTS
 
 DTYPES = ["bf16", "fp16", "fp8", "int8", "fp4", "fp32"]
 NO_RECIPE = "(none)"
@@ -23,12 +24,14 @@ X_RATE, X_THROUGHPUT = "offered rate (requests/s)", "throughput (output tokens/s
 DEFAULTS = {"serve_model": "llama-3.1-8b", "serve_device": "h100-sxm", "serve_gpus": 1, "serve_tp": 1,
             "serve_engine": NO_ENGINE, "serve_dtype": "bf16", "serve_recipe": NO_RECIPE, "serve_input_len": 1024,
             "serve_output_len": 256, "serve_slo_ttft_ms": 2000.0, "serve_slo_tpot_ms": 100.0, "serve_slo_stat": "p90",
-            "serve_rate_rps": 5.0, "serve_requests": 1000, "serve_points": 8, "serve_pricing": "on_demand",
+            "serve_rate_rps": 5.0, "serve_requests": DEFAULT_REQUESTS, "serve_points": 8, "serve_pricing": "on_demand",
             "serve_x": X_RATE}
 """Every input's first value, set in session_state before the widgets are drawn (never as a widget
-default), so that the Start page's preset may set any of them without a conflict. 1,000 requests as the
-library's default (planner.serve.api.DEFAULT_REQUESTS); the saturation run lengthens itself to a steady
-state (planner.serve.sweep.STEADY_WAVES)."""
+default), so that the Start page's preset may set any of them without a conflict. 1,000 requests, the
+library's default (planner.serve.steady.DEFAULT_REQUESTS): with the seed and percentiles of
+planner.serve.sweep.standard_load, each rate is run as a plan's capacity and its check run it
+(planner.serve.sweep.run_at_rate); the saturation run lengthens itself to a steady state
+(planner.serve.sweep.STEADY_WAVES)."""
 
 
 # ------------------------------------------------------------------ cached calls into the library
@@ -79,10 +82,10 @@ def rate_sweep(hw: str, model: str, device: str, gpus: int, tp: int, engine: str
                points: int) -> dict:
     """planner.serve.sweep.sweep: {"curve": [_summary of each run, with "rate_rps"], "max_rate_rps",
     "saturation_rps", "at_max": _summary of the run at the highest rate within the SLOs, or None}."""
-    from planner.serve.api import Load, Scheduling, Slo
-    from planner.serve.sweep import sweep
+    from planner.serve.api import Scheduling, Slo
+    from planner.serve.sweep import standard_load, sweep
     req = _request(model, device, gpus, tp, engine, dtype, input_len, output_len, pricing)
-    curve, capacity = sweep(req, Load(requests=requests), Scheduling(), Slo(slo_ttft_s, slo_tpot_s, slo_stat),
+    curve, capacity = sweep(req, standard_load(requests), Scheduling(), Slo(slo_ttft_s, slo_tpot_s, slo_stat),
                             points, ctx=context())
     return {"curve": [{"rate_rps": rate, **_summary(run)} for rate, run in curve],
             "max_rate_rps": float(capacity.rate_rps), "saturation_rps": float(capacity.saturation_rps),
@@ -93,11 +96,13 @@ def rate_sweep(hw: str, model: str, device: str, gpus: int, tp: int, engine: str
 def rate_run(hw: str, model: str, device: str, gpus: int, tp: int, engine: str | None, dtype: str, input_len: int,
              output_len: int, pricing: str, requests: int, slo_ttft_s: float, slo_tpot_s: float, slo_stat: str,
              rate_rps: float) -> dict:
-    """planner.serve.api.serve at one Poisson rate: its _summary."""
-    from planner.serve.api import Load, Scheduling, Slo, serve
+    """planner.serve.sweep.run_at_rate (the run a plan's capacity and its check make) at one Poisson rate:
+    its _summary."""
+    from planner.serve.api import Scheduling, Slo
+    from planner.serve.sweep import run_at_rate, standard_load
     req = _request(model, device, gpus, tp, engine, dtype, input_len, output_len, pricing)
-    return _summary(serve(req, Load(rate_rps=rate_rps, requests=requests), Scheduling(),
-                          Slo(slo_ttft_s, slo_tpot_s, slo_stat), context()))
+    return _summary(run_at_rate(req, rate_rps, standard_load(requests), Scheduling(),
+                                Slo(slo_ttft_s, slo_tpot_s, slo_stat), context()))
 
 
 # ------------------------------------------------------------------ inputs
@@ -126,7 +131,8 @@ def _inputs() -> dict | None:
     names = [NO_ENGINE, *serving_engines()]
     engine = st.selectbox("Engine", names, key="serve_engine",
                           help="Serving engine whose scheduler is simulated (step budget, sequence limit, KV "
-                               "blocks, chunked prefill: hardware_specs/engines); default: vLLM on GPUs")
+                               "blocks, chunked prefill: hardware_specs/engines); default: vLLM where it runs "
+                               "(GPUs, TPUs, Gaudi, Trainium/Inferentia), else eager")
     c = st.columns(2)
     base = c[0].selectbox("Dtype", DTYPES, key="serve_dtype", help="Every float at this dtype (weights, "
                                                                    "activations, KV cache)")
@@ -196,12 +202,24 @@ def _formats(frame: pd.DataFrame) -> dict:
         if "requests/s" in header:
             return "%.2f"
         if "tokens/s" in header or "(W per GPU)" in header:
-            return "%.0f"
+            return "localized"  # thousands separators: 4,768
         if header.startswith("$") or "MJ" in header:
             return "%.3f"
         return None
     return {h: st.column_config.NumberColumn(format=f) for h in frame.columns if (f := fmt(h)) is not None
             and pd.api.types.is_numeric_dtype(frame[h])}
+
+
+def _whole(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with its tokens/s and watt columns in whole units, as the page shows them ("localized":
+    thousands separators, and no third decimal of a token)."""
+    return frame.round({c: 0 for c in frame.columns if "tokens/s" in c or "(W per GPU)" in c})
+
+
+def _scroll_hint(frame: pd.DataFrame) -> None:
+    """Say that a table wider than the page at 1,280 px scrolls (its last columns are off to the right)."""
+    if len(frame.columns) > 6:
+        st.caption(f"{len(frame.columns)} columns: scroll the table sideways (or enlarge it, top right) for all.")
 
 
 def _curve_frame(curve: list[dict]) -> pd.DataFrame:
@@ -303,7 +321,8 @@ def _cost_table(inp: dict, chosen: dict | None, at_max: dict | None, max_rate: f
         return
     st.subheader("Cost and energy")
     frame = pd.DataFrame(rows)
-    st.dataframe(frame, hide_index=True, column_config=_formats(frame))
+    st.dataframe(_whole(frame), hide_index=True, column_config=_formats(frame))
+    _scroll_hint(frame)
     r = chosen or at_max
     basis = next((n.removeprefix("priced on ") for n in r["notes"] if n.startswith("priced on ")), None)
     if r["usd_per_h"] is None or basis is None:
@@ -336,7 +355,7 @@ def _results(inp: dict) -> None:
     chosen = shown(rate_run, hw, *args, inp["rate_rps"])  # None: a bad rate, its message shown; the curve stays
     first, at_max, max_rate = swept["curve"][0], swept["at_max"], swept["max_rate_rps"]
     frac = first["band_fraction"]
-    cols = st.columns([3, 3, 2.5, 2.5])
+    cols = [*st.columns(2), *st.columns(2)]  # two by two: four across truncate their labels at 1,280 px
     if at_max is None:
         _no_rate_meets(inp, first)
     else:
@@ -390,7 +409,8 @@ def _curve_section(inp: dict, swept: dict, chosen: dict | None) -> None:
                   "No request has a {} (one output token has no time per output token).")
     st.caption("Lines: the statistics of the simulated requests at each rate (log scale); red: the SLO; green: the "
                "highest rate within the SLOs; grey: the chosen rate.")
-    st.dataframe(frame, hide_index=True, column_config=_formats(frame))
+    st.dataframe(_whole(frame), hide_index=True, column_config=_formats(frame))
+    _scroll_hint(frame)
 
 
 def _side_by_side(inp: dict, chart_of, empty: str) -> None:
@@ -417,7 +437,7 @@ def _chosen_section(inp: dict, r: dict, at_max: dict | None, max_rate: float, sa
         st.warning(f"{r['rejected']:,} of {r['requests']:,} requests were rejected: longer than a copy's whole KV "
                    "cache.")
     frac = r["band_fraction"]
-    cols = st.columns(4)
+    cols = [*st.columns(2), *st.columns(2)]
     cols[0].metric(f"TTFT {stat}", fmt_s(r[f"ttft_{stat}_s"]), _band_text(_ms(r[f"ttft_{stat}_s"]), frac, "ms"),
                    delta_color="off", delta_arrow="off")
     cols[1].metric(f"TPOT {stat}", fmt_s(r[f"tpot_{stat}_s"]), _band_text(_ms(r[f"tpot_{stat}_s"]), frac, "ms"),

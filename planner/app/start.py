@@ -13,7 +13,7 @@ PRESETS = {
     "train": ("Workload", {"model_source": "Zoo", "model": "llama-3.1-8b", "mode": "training", "seq_len": 8192,
                            "wl_micro_batch": 1, "wl_zero": 1, "wl_recompute": "full", "wl_engine": "megatron",
                            "wl_deploy": "Set GPUs and layout", "wl_gpus": 64, "wl_tp": 1, "wl_pp": 1}),
-    "plan": ("Plan", {"plan_source": "Example", "plan_example": "hybrid.yaml"}),
+    "plan": ("Plan", {"plan_mode": "Scenario YAML (advanced)", "plan_source": "Example", "plan_example": "hybrid.yaml"}),
 }
 """Each starting point: the page it opens and the inputs it sets there (session_state keys of that page)."""
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+from itertools import islice
 from pathlib import Path
 
 import altair as alt
@@ -13,7 +15,34 @@ from planner.app.common import ROOT, purpose, shown
 
 SWEEP_EXAMPLE = ROOT / "examples" / "sweeps" / "serving.yaml"
 MAX_SWEEP_UPLOAD_BYTES = 200 * 2**20
-"""Largest sweep Parquet accepted from the browser (Streamlit's own upload limit)."""
+"""Largest sweep Parquet accepted from the browser (.streamlit/config.toml maxUploadSize is as large)."""
+DATA_ENV = "PLANNER_APP_DATA"
+"""The environment variable naming the folder whose sweep files the page may open (read when the page is
+drawn); without it, benchmarks/results in the repository."""
+MAX_LISTED = 500
+"""Sweep files listed from the data folder at most."""
+
+
+def data_folder() -> Path:
+    """The one folder on the server whose Parquet files the page reads: $PLANNER_APP_DATA as the server was
+    started, else benchmarks/results. A path typed in a browser is never read."""
+    return Path(os.environ.get(DATA_ENV) or ROOT / "benchmarks" / "results").resolve()
+
+
+def data_files(folder: Path) -> list[str]:
+    """The .parquet files under `folder` (its subfolders too), as paths relative to it; a file whose real
+    path lies outside the folder (a link out of it) is left out."""
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in islice(sorted(folder.rglob("*.parquet")), MAX_LISTED):
+        try:
+            real = path.resolve()
+        except OSError:
+            continue
+        if real.is_file() and real.is_relative_to(folder):
+            found.append(path.relative_to(folder).as_posix())
+    return found
 
 
 @st.cache_data(show_spinner="Sweeping the example grid (about 10 s)...")
@@ -40,20 +69,31 @@ def page() -> None:
     purpose("Sweep: the Pareto front of cost, latency and throughput",
             "Millions of configurations at once: the rows `planner sweep GRID.yaml --out FILE` writes (docs/sweeps.md), "
             "one per configuration, on cost per unit of work over latency.")
-    source = st.radio("Sweep", ["Example grid (examples/sweeps/serving.yaml)", "Parquet file on this machine",
+    source = st.radio("Sweep", ["Example grid (examples/sweeps/serving.yaml)", "A file in the app's data folder",
                                 "Upload"], horizontal=True, key="sweep_source",
                       help="The example grid is swept in this page (about 10 s); a larger sweep runs on the "
-                           "command line, on one machine or a Dask or Ray cluster, and is opened here")
+                           "command line, on one machine or a Dask or Ray cluster, and is opened here from the "
+                           "app's data folder or uploaded")
     frame = None
     if source.startswith("Example"):
         frame = shown(example_sweep)
-    elif source.startswith("Parquet"):
-        path = st.text_input("Path", "sweep.parquet", key="sweep_path",
-                             help="A Parquet file written by planner sweep, on the machine that runs this app")
+    elif source.startswith("A file"):
+        folder = data_folder()
+        files = data_files(folder)
+        st.caption(f"The app opens sweep files from one folder on the machine that runs it, {folder}, chosen when "
+                   f"the app was started (the {DATA_ENV} environment variable; without it, benchmarks/results in "
+                   "the repository). A path typed in the browser is never read.")
+        if not files:
+            st.info(f"No sweep file (.parquet) in {folder}: write the sweep there, or upload it.")
+            return
+        name = st.selectbox("Sweep file", files, key="sweep_file",
+                            help="The Parquet files planner sweep wrote into the app's data folder (its subfolders "
+                                 f"too; {MAX_LISTED:,} listed at most)")
         from planner.sweep.summary import read_sweep
-        frame = shown(read_sweep, path) if path else None
+        frame = shown(read_sweep, str(folder / name))
     else:
         file = st.file_uploader("Sweep Parquet", type=["parquet"], key="sweep_upload",
+                                max_upload_size=-(-MAX_SWEEP_UPLOAD_BYTES // 2**20),  # whole MiB, rounded up
                                 help=f"At most {MAX_SWEEP_UPLOAD_BYTES // 2**20} MiB; read as data (columns "
                                      "checked, nothing run)")
         if file is not None:

@@ -86,7 +86,7 @@ def page() -> None:
             data = (TRACES / name).read_bytes()
         else:
             file = st.file_uploader("PyTorch Profiler trace (.json or .json.gz)", type=["json", "gz"],
-                                    key="trace_upload",
+                                    key="trace_upload", max_upload_size=MAX_TRACE_UPLOAD_BYTES // 2**20,
                                     help="Chrome/Kineto JSON from torch.profiler.profile(record_shapes=True)"
                                          f".export_chrome_trace, gzipped or not; at most "
                                          f"{MAX_TRACE_UPLOAD_BYTES // 2**20} MiB. It is read as data only.")

@@ -21,6 +21,7 @@ from planner.app.common import (
     purpose,
     roofline_chart,
     shown,
+    tier_scale,
     upload_text,
     zoo_ids,
 )
@@ -201,7 +202,7 @@ def _layout_text(layout: dict | None) -> str:
     if not layout:
         return ""
     dp = max(1, layout["gpus"] // (layout["tp"] * layout["pp"]))
-    return f"{layout['gpus']} GPUs: tp {layout['tp']} × pp {layout['pp']} × dp {dp}"
+    return f"{layout['gpus']} GPU{'s' * (layout['gpus'] != 1)}: tp {layout['tp']} × pp {layout['pp']} × dp {dp}"
 
 
 def _row(device: str, r: dict | None) -> dict:
@@ -249,12 +250,14 @@ def _table(rows: list[dict], thr_unit: str, cost_unit: str) -> None:
              "throughput range (/s)", "$/h", "$ per unit", "J per unit", "note", "memory per GPU (GB)",
              "capacity per GPU (GB)", "price date"]
     frame = frame.reindex(columns=order).rename(columns=names)
-    # cells a row does not have (times of a deployment that cannot run): blank, not "None". The Styler
-    # below is shown through its display strings, so a blank in a number column costs no formatting
-    frame = frame.astype(object).map(lambda v: "" if v is None or v != v else v)
+    # cells a row does not have (times of a deployment that cannot run): null, shown blank by the Styler's
+    # na_rep (a "" in a number column would make Arrow refuse the column, and Streamlit log a traceback)
+    frame = frame.astype(object).map(lambda v: None if v is None or v != v else v)
     styled = frame.style.apply(lambda r: [GREY if not r["fits"] else "" for _ in r], axis=1).format(
-        precision=2, na_rep="")
+        precision=2, thousands=",", na_rep="")
     st.dataframe(styled, hide_index=True)
+    st.caption(f"{len(frame.columns)} columns: scroll the table sideways (or enlarge it, top right) for the ranges, "
+               "cost, energy, memory and notes.")
 
 
 def _chart(rows: list[dict], thr_unit: str, cost_unit: str) -> None:
@@ -276,7 +279,7 @@ def _chart(rows: list[dict], thr_unit: str, cost_unit: str) -> None:
     order = "descending" if metric.startswith("throughput") else "ascending"  # best first
     base = alt.Chart(data).encode(x=alt.X("device:N", sort=alt.EncodingSortField("value", order=order),
                                           title="device"))
-    bars = base.mark_bar().encode(y=alt.Y("value:Q", title=metric), color=alt.Color("tier:N", title="tier"),
+    bars = base.mark_bar().encode(y=alt.Y("value:Q", title=metric), color=alt.Color("tier:N", title="tier", scale=tier_scale()),
                                   tooltip=["device", "deployment", "tier", alt.Tooltip("value:Q", format=",.3g"),
                                            alt.Tooltip("low:Q", format=",.3g"), alt.Tooltip("high:Q", format=",.3g")])
     whiskers = base.mark_errorbar(ticks=True).encode(y=alt.Y("low:Q", title=metric), y2="high:Q")
@@ -417,6 +420,10 @@ def page() -> None:
         st.caption("Greyed rows cannot run as asked: over the memory of the device (the note gives the shortfall and "
                    "the smallest deployment that fits) or not runnable there (the note says why). Ranges are each "
                    "tier's band (held-out error against measurements).")
+        from planner.predict.api import tier_note
+        mixed = tier_note(r.get("tier") for r in rows)
+        if mixed:
+            st.caption(f"Note: {mixed}.")
         stale = [r["device"] for r in rows if str(r.get("price date", "")).endswith("stale")]
         if stale:
             st.warning(f"Stale price (over 12 months old) behind {', '.join(stale)}: the cheapest catalog offer is "

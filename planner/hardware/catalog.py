@@ -100,6 +100,17 @@ class Device:
             raise UnsupportedError(f"device '{self.id}' has no {dtype} peak in the catalog (unsupported or not "
                                    f"published); dtypes with a peak: {have}") from None
 
+    def same_chip(self, other: Device) -> bool:
+        """True when `other` has this device's figures: the same vendor (any case) and kind, the same memory
+        bandwidth and the same dense peak of every dtype but fp64 (a user's copy of a catalog row under another id or
+        generation). Equal to 1 part in 10^6, as the same decimal text parses."""
+        close = lambda a, b: abs(a - b) <= 1e-6 * max(abs(a), abs(b))
+        # fp64 runs no op of an AI workload (and the app's device form does not ask for it)
+        mine, theirs = ({k: v for k, v in d.peak_flop_per_s.items() if k != "fp64"} for d in (self, other))
+        return (self.vendor.lower() == other.vendor.lower() and self.kind == other.kind
+                and close(self.mem_bytes_per_s, other.mem_bytes_per_s)
+                and mine.keys() == theirs.keys() and all(close(v, theirs[k]) for k, v in mine.items()))
+
 
 @dataclass(frozen=True, slots=True)
 class Instance:

@@ -3,8 +3,9 @@
 `DatasheetEfficiency` is the default tier for a device with no calibration profile: documented
 curves by device kind (hardware_specs/efficiency/defaults.json): a maximum efficiency per op kind,
 lowered by wave quantization (output tiles spread over the device's compute units, the last
-wave partly idle) and by short reduction dimensions; a constant fraction of memory bandwidth;
-a fixed per-kernel overhead. Calibration profiles (issue 4) implement the same interface.
+wave partly idle) and by short reduction dimensions; a constant fraction of memory bandwidth (a
+GEMM's own, where the kind gives one: its weights stream below a copy's rate); a fixed per-kernel
+overhead. Calibration profiles (issue 4) implement the same interface.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ class KindDefaults:
     """Fraction of datasheet memory bandwidth a streaming kernel reaches."""
     kernel_overhead_s: float
     """Fixed cost of one kernel (launch and tail), in seconds."""
+    matmul_memory_efficiency: float | None = None
+    """Fraction of datasheet memory bandwidth a GEMM streaming its operands reaches (decode's skinny GEMMs);
+    None: memory_efficiency."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +67,8 @@ def load_defaults(path: str | None = None) -> Defaults:
     Read as data only (files.read_text and files.parse_json: size and nesting bounded, no NaN or
     Infinity). Raise ConfigError naming the file and the key when a key is missing, "kinds" lacks
     "gpu" (the fallback kind), or a number is out of range: efficiencies and fractions in (0, 1]
-    (the band in (0, 1)), tiles whole numbers >= 1, k_half, times and bytes finite and >= 0."""
+    (the band in (0, 1)), tiles whole numbers >= 1, k_half, times and bytes finite and >= 0. A kind's
+    matmul_memory_efficiency is optional (absent: GEMMs stream at its memory_efficiency)."""
     file = Path(path) if path else DEFAULTS_PATH
     where = f"efficiency defaults '{file}'"
     raw = parse_json(read_text(file, "efficiency defaults"), where)
@@ -81,7 +86,9 @@ def load_defaults(path: str | None = None) -> Defaults:
             tile_m=int(_value(values, "tile_m", where, at, 1, 65536, whole=True)),
             tile_n=int(_value(values, "tile_n", where, at, 1, 65536, whole=True)),
             k_half=_value(values, "k_half", where, at, 0, 1e9),
-            kernel_overhead_s=_value(values, "kernel_overhead_s", where, at, 0, 1))
+            kernel_overhead_s=_value(values, "kernel_overhead_s", where, at, 0, 1),
+            matmul_memory_efficiency=_value(values, "matmul_memory_efficiency", where, at, 0, 1, open_lo=True)
+            if "matmul_memory_efficiency" in values else None)
     coll, unc, mem = (_section(raw, key, where, "") for key in ("collectives", "uncertainty", "memory"))
     return Defaults(kinds, _value(coll, "scaleup_latency_s", where, "collectives.", 0, 1),
                     _value(coll, "scaleout_latency_s", where, "collectives.", 0, 1),
@@ -190,11 +197,14 @@ class DatasheetEfficiency:
             # vector-unit work (elementwise, norms, reductions): memory-bound in practice; half the
             # vector peak is taken as its compute ceiling
             return 0.5, kind.memory_efficiency, overhead
+        memory = kind.memory_efficiency
+        if category == "matmul" and kind.matmul_memory_efficiency is not None:
+            memory = kind.matmul_memory_efficiency
         shape = gemm_shape(rec, category)
         if shape is None:
-            return maximum, kind.memory_efficiency, overhead
-        return maximum * wave_efficiency(shape, kind, device) * shape[3] / (shape[3] + kind.k_half), \
-            kind.memory_efficiency, overhead
+            return maximum, memory, overhead
+        compute = maximum * wave_efficiency(shape, kind, device) * shape[3] / (shape[3] + kind.k_half)
+        return compute, memory, overhead
 
 
 def wave_efficiency(shape: tuple[int, int, int, int], kind: KindDefaults, device: Device) -> float:

@@ -348,6 +348,32 @@ def _catalog_device(device_id: str) -> Device | None:
         return None
 
 
+def transfer_key(device: Device) -> tuple[str, str]:
+    """(vendor, generation) whose measured neighbours `device` takes transferred profiles and power curves
+    from: its own, or for a device the shipped catalog lacks (a user's own) with the figures of a catalog
+    device (Device.same_chip: a copy of its row under another id or generation name), that device's."""
+    return _TWINS.get((device,), (), lambda: _transfer_key(device))
+
+
+def _transfer_key(device: Device) -> tuple[str, str]:
+    from planner.errors import PlannerError
+    from planner.hardware.catalog import load_catalog
+
+    try:
+        devices = load_catalog().devices
+    except PlannerError:
+        return device.vendor, device.generation
+    if device.id not in devices:
+        for ref in devices.values():
+            if ref.same_chip(device):
+                return ref.vendor, ref.generation
+    return device.vendor, device.generation
+
+
+_TWINS = IdentityMemo(1024)
+"""transfer_key by device."""
+
+
 def _library_profile(profiles: Mapping[str, Profile], device_id: str, library: str) -> Profile | None:
     """`device_id`'s profile of `library`, or None (a plain dict of profiles holds one per device)."""
     lookup = getattr(profiles, "library", None)
@@ -380,7 +406,9 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Pr
 
     1. the device's own profile of one of the engine's libraries (tier measured or published);
     2. a profiled device of the same vendor and generation with one (tier transferred): among
-       neighbours the nearest in memory bandwidth; a transfer crosses no architecture;
+       neighbours the nearest in memory bandwidth; a transfer crosses no architecture; a user's device
+       with a catalog device's figures is of that device's vendor and generation (transfer_key), and
+       takes that device's profile with its own tier and band (the transfer is the identity);
     3. the device's profile of another library (tier cross-library): kernel times of other kernels,
        the engine's own fusions, dispatch and graphs applied by the caller, the band widened as for
        a transfer; only for the op categories `libraries` names (those a measurement shows are the same
@@ -402,7 +430,7 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Pr
     candidates = []
     for device_id in profiles:
         ref = _catalog_device(device_id)  # the folder names the device: no profile is read to choose
-        if ref is None or ref.kind != device.kind or (ref.vendor, ref.generation) != (device.vendor, device.generation):
+        if ref is None or ref.kind != device.kind or (ref.vendor, ref.generation) != transfer_key(device):
             continue
         if own_libs is None and _folder_tier(profiles, device_id) not in ("published", "measured"):
             continue
@@ -410,8 +438,14 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Pr
             continue
         candidates.append((abs(math.log(ref.mem_bytes_per_s / device.mem_bytes_per_s)), device_id))
     if candidates:
+        twin = _catalog_device(min(candidates)[1])
         profile = _own_profile(profiles, min(candidates)[1], own_libs)
         ref = profile_device(profile)
+        if twin is not None and twin.same_chip(device):
+            # a copy of a profiled device's row (a user's device with its vendor, kind, peaks and bandwidth):
+            # the transfer is the identity, so the profile's own tier and band stand
+            return ProfileEfficiency(_fitted(profile, ref, kind_defaults), profile, profile.tier,
+                                     own_band(profile, defaults), fallback)
         clock = (ref.clock_hz / device.clock_hz) if ref.clock_hz and device.clock_hz else 1.0
         # a transferred prediction carries the neighbour's band widened by the error measured when one
         # profiled device is predicted from another of its generation (hardware_specs/calibration/

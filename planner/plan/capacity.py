@@ -11,7 +11,10 @@ configurations that fit in memory with TTFT and TPOT within the SLOs, and return
 Simulated load (SLOs such as `ttft_p90_s`): one copy of tp devices is simulated under Poisson arrivals
 of the bucket's requests with the engine's continuous batching (planner/serve), and its capacity is
 the highest rate whose run meets the SLOs (bisection, planner/serve/sweep.py); a unit of c devices
-serves c/tp times that. Cost: seven simulations of 300 requests per (device, tp, bucket), plus
+serves c/tp times that. Each rate is run as the Serving page runs it and as the check (check.py)
+re-runs the plan's rate (planner/serve/sweep.py run_at_rate on standard_load: 1,000 requests, seed 0,
+np.percentile's linear percentiles), so a plan's rate per copy, put into the page, meets the SLOs
+there. Cost: a saturation run and six bisection runs of 1,000 requests per (device, tp, bucket), plus
 the step-time grid of each (device, tp), a few seconds; kept for the process.
 """
 
@@ -195,8 +198,6 @@ def _serving(ctx: Context, model: str, dtype: str, input_len: int, output_len: i
     return best
 
 
-PLAN_REQUESTS = 300
-"""Requests per simulation when capacity comes from the serving simulator (a Poisson load, seed 0)."""
 PLAN_BISECTIONS = 6
 """Halvings of the rate interval: the capacity is within 1/64 of the saturation rate below the best."""
 
@@ -213,24 +214,20 @@ def copy_slo(workload: ServingWorkload):
     return Slo(workload.ttft_s, workload.tpot_s, workload.ttft_stat, workload.tpot_stat)
 
 
-def copy_load(rate_rps: float | None = None):
-    from planner.serve.api import Load
-
-    return Load(rate_rps=rate_rps, requests=PLAN_REQUESTS, seed=0)
-
-
 def _copy_capacity(ctx: Context, workload: ServingWorkload, bucket: Bucket, device_id: str, tp: int):
-    """The highest Poisson rate one copy serves within the SLOs (planner/serve/sweep.py max_rate), kept
-    per (model, precision, bucket, SLOs, device, tp, engine): a unit's size only multiplies it."""
+    """The highest Poisson rate one copy serves within the SLOs (planner/serve/sweep.py max_rate), each rate
+    run as the Serving page and the check run it (sweep.run_at_rate on sweep.standard_load: the same requests,
+    seed and percentiles), kept per (model, precision, bucket, SLOs, device, tp, engine): a unit's size only
+    multiplies it."""
     from planner.serve.api import Scheduling
-    from planner.serve.sweep import max_rate
+    from planner.serve.sweep import max_rate, standard_load
 
     known = ctx.cache("plan.copy")
     key = (workload.model, workload.dtype, bucket.input_len, bucket.output_len, workload.ttft_s,
            workload.tpot_s, workload.ttft_stat, workload.tpot_stat, device_id, tp, workload.engine)
     if key not in known:
         try:
-            known[key] = max_rate(copy_request(workload, bucket, device_id, tp), copy_load(), Scheduling(),
+            known[key] = max_rate(copy_request(workload, bucket, device_id, tp), standard_load(), Scheduling(),
                                   copy_slo(workload), ctx, bisections=PLAN_BISECTIONS)
         except PlannerError:
             known[key] = None

@@ -82,13 +82,13 @@ def check(plan: Plan, scenario: Scenario, ctx: Context | None = None) -> list[st
 def _resimulate(a: dict, w, b, cand, utilization: float, ctx: Context) -> list[str]:
     """Simulate one copy of the assignment at the rate it carries in the plan: its share of the
     candidate's units, loaded as the plan loads them (utilization x the copy's capacity), and check the
-    SLO statistics of that run."""
-    from planner.plan.capacity import copy_load, copy_request, copy_slo
-    from planner.serve.api import serve
+    SLO statistics of that run: the Serving page's run at that rate (planner/serve/sweep.py run_at_rate)."""
+    from planner.plan.capacity import copy_request, copy_slo
+    from planner.serve.sweep import run_at_rate
 
     copies = cand.device_count // a["tp"]
     rate = a["capacity_rps"] / copies * min(1.0, utilization)
-    run = serve(copy_request(w, b, cand.device_id, a["tp"]), copy_load(rate), slo=copy_slo(w), ctx=ctx)
+    run = run_at_rate(copy_request(w, b, cand.device_id, a["tp"]), rate, slo=copy_slo(w), ctx=ctx)
     m = run.metrics
     out = []
     for metric, limit, stat, values in (("TTFT", w.ttft_s, w.ttft_stat, m.ttft_s), ("TPOT", w.tpot_s, w.tpot_stat,

@@ -74,8 +74,8 @@ def build_problem(scenario: Scenario, ctx: Context | None = None) -> Problem:
                 if found is not None:
                     cap[(flow, c.key)] = found
             if not any(f == flow for f, _ in cap):
-                raise InfeasibleError(f"{labels[flow]}: no candidate serves it within TTFT {w.ttft_s} s and TPOT "
-                                      f"{w.tpot_s} s (or the model does not fit); relax the SLO or add candidates")
+                raise InfeasibleError(f"{labels[flow]}: no candidate serves it within {w.slo_text} (or the model "
+                                      "does not fit); relax the SLO or add candidates")
     configs = {}
     for ti, job in enumerate(scenario.training):
         k = 0
@@ -132,7 +132,8 @@ def _objective_terms(m, p: Problem):
 
 
 def build_model(p: Problem, weights: dict[str, float] | None = None, scales: dict[str, float] | None = None,
-                drop: frozenset[str] = frozenset(), price_factor: float = 1.0) -> pyo.ConcreteModel:
+                drop: frozenset[str] = frozenset(), price_factor: float = 1.0,
+                known_energy: bool = False) -> pyo.ConcreteModel:
     """The MILP, without solving it.
 
     Sets: candidates C, serving flows F (workload x bucket), arcs A ⊆ F x C where one unit of c
@@ -243,15 +244,17 @@ def build_model(p: Problem, weights: dict[str, float] | None = None, scales: dic
     if cons.min_onprem_share and "onprem_share" not in drop and keys:
         m.onprem_share = pyo.Constraint(expr=devices(onprem) >= cons.min_onprem_share * devices(keys))
     # a candidate whose energy (no sourced TDP) or carbon (no grid intensity) is unknown cannot be
-    # ranked on that term: it is left out rather than counted as zero
+    # ranked on that term: it is left out rather than counted as zero (also under `known_energy`: every
+    # solve of a cost-energy front compares plans whose energy is whole)
+    by_energy = known_energy or bool(weights.get("energy"))
     for f, c in m.ARCS:
         unknown_energy = p.capacity[(f, c)].kw_per_unit is None
         unknown_carbon = unknown_energy or by_key[c].kg_co2e_per_kwh is None
-        if (weights.get("energy") and unknown_energy) or (weights.get("carbon") and unknown_carbon):
+        if (by_energy and unknown_energy) or (weights.get("carbon") and unknown_carbon):
             m.share[f, c].fix(0)
     for j, k in m.K:
         cfg = p.configs[(j, k)]
-        if (weights.get("energy") and cfg.energy_kwh is None) or (weights.get("carbon") and cfg.kg_co2e is None):
+        if (by_energy and cfg.energy_kwh is None) or (weights.get("carbon") and cfg.kg_co2e is None):
             m.choose[j, k].fix(0)
     terms = _objective_terms(m, p)
     m.objective = pyo.Objective(expr=sum(weights.get(k, 0.0) * terms[k] / scales.get(k, 1.0) for k in terms

@@ -9,6 +9,7 @@ objective. Validation errors give the path of the bad key, e.g. `workloads[1].bu
     workloads:
       - {name: chat, model: llama-2-7b, dtype: bf16, demand_rps: 20,
          buckets: [{input_len: 512, output_len: 128, share: 1.0}], slo: {ttft_s: 1.0, tpot_s: 0.05}}
+                                     # slo: a TTFT objective, a TPOT objective or both (one left out: no target)
     training:
       - {name: ft, model: llama-3.1-8b, tokens: 1.0e9, seq_len: 2048, deadline_days: 7}
     candidates:
@@ -85,6 +86,10 @@ TOKENS = Range(1, 2**20, integer=True, unit="tokens")
 DEMAND_RPS = Range(1e-6, 1e6, unit="requests/s")
 SHARE = Range(0, 1, inclusive_low=False)
 SLO_S = Range(0, 3600, inclusive_low=False, unit="s")
+NO_TARGET_S = 1e6
+"""The limit of an SLO a workload leaves out (no TTFT target, or no TPOT target): a number, so that every
+comparison of a latency with its limit holds, and the largest limit the serving simulator takes
+(planner/serve/api.py), far above any latency a run reaches and above SLO_S, so never a limit given."""
 TRAIN_TOKENS = Range(1, 1e15, unit="tokens")
 DEADLINE_DAYS = Range(0.01, 3650, unit="days")
 HORIZON_MONTHS = Range(1, 240, unit="months")
@@ -119,15 +124,22 @@ class ServingWorkload:
     """Requests per second to sustain."""
     buckets: tuple[Bucket, ...]
     ttft_s: float
-    """SLO on time to first token, s."""
+    """SLO on time to first token, s; NO_TARGET_S where the scenario sets no TTFT target."""
     tpot_s: float
-    """SLO on time per output token, s."""
+    """SLO on time per output token, s; NO_TARGET_S where the scenario sets no TPOT target."""
     engine: str | None = None
     """Execution engine (hardware_specs/engines); None: the default (vllm on GPUs)."""
     ttft_stat: str | None = None
     """The statistic the TTFT SLO binds under simulated load ("mean", "p50", "p90", "p99"), from a key
     such as `ttft_p90_s`; None for `ttft_s` (with no percentile key anywhere: batches back to back)."""
     tpot_stat: str | None = None
+
+    @property
+    def slo_text(self) -> str:
+        """The SLOs in words, e.g. "TTFT 1.0 s and TPOT 0.05 s" or "TTFT 1.0 s (no TPOT target)"."""
+        set_ = [f"{m} {v} s" for m, v in (("TTFT", self.ttft_s), ("TPOT", self.tpot_s)) if v < NO_TARGET_S]
+        unset = [m for m, v in (("TTFT", self.ttft_s), ("TPOT", self.tpot_s)) if v >= NO_TARGET_S]
+        return " and ".join(set_) + "".join(f" (no {m} target)" for m in unset)
 
     @property
     def simulated(self) -> bool:
@@ -365,6 +377,9 @@ def _workloads(root: _At, allow_model_files: bool) -> tuple[ServingWorkload, ...
             raise w.child("buckets").fail(f"shares add up to {total:g}, not 1")
         slo = w.child("slo")
         (ttft, ttft_stat), (tpot, tpot_stat) = _slo(slo, "ttft"), _slo(slo, "tpot")
+        if ttft >= NO_TARGET_S and tpot >= NO_TARGET_S:
+            raise slo.fail("needs a TTFT objective, a TPOT objective or both: ttft_s, tpot_s (batches back to back) "
+                           f"or ttft_p90_s, tpot_p90_s and the like (simulated load: {', '.join(SLO_STATS)})")
         if (ttft_stat or tpot_stat) and not (ttft_stat and tpot_stat):
             # one statistic named: the other plain key is read as the mean under the simulator
             ttft_stat, tpot_stat = ttft_stat or "mean", tpot_stat or "mean"
@@ -379,13 +394,15 @@ SLO_KEYS = tuple(f"{m}_s" for m in ("ttft", "tpot")) + tuple(f"{m}_{s}_s" for m 
 
 
 def _slo(slo: _At, metric: str) -> tuple[float, str | None]:
-    """(limit s, statistic) of one metric: `ttft_s` (statistic None) or one of `ttft_p90_s`, ..."""
+    """(limit s, statistic) of one metric: `ttft_s` (statistic None) or one of `ttft_p90_s`, ...; (NO_TARGET_S,
+    None) where the mapping has no key of the metric: no target on it."""
     slo.mapping(SLO_KEYS)
     keys = [k for k in slo.value if k.startswith(f"{metric}_")] if isinstance(slo.value, dict) else []
-    if len(keys) != 1:
-        raise slo.fail(f"needs exactly one {metric.upper()} objective: {metric}_s (batches back to back) or "
-                       f"{metric}_p90_s and the like (simulated load: {', '.join(SLO_STATS)}); got "
-                       f"{', '.join(keys) or 'none'}")
+    if not keys:
+        return NO_TARGET_S, None
+    if len(keys) > 1:
+        raise slo.fail(f"at most one {metric.upper()} objective: {metric}_s (batches back to back) or "
+                       f"{metric}_p90_s and the like (simulated load: {', '.join(SLO_STATS)}); got {', '.join(keys)}")
     key = keys[0]
     stat = key[len(metric) + 1:-2] or None
     return slo.child(key).number(SLO_S), stat

@@ -215,9 +215,11 @@ def solve(scenario: Scenario, ctx: Context | None = None, extras: bool = True) -
     usd_month = sum(r.usd_per_month for r in rows) + sum(t["cost_usd"] for t in training) / months
     notes = []
     by_key = {c.key: c for c in p.candidates}
-    if any(p.capacity[(a["flow"], a["candidate"])].kw_per_unit is None for a in assignments) or \
-            any(r.idle_kw_per_unit is None for r in rows):
-        notes.append("energy excludes candidates with no sourced TDP")
+    partial = any(p.capacity[(a["flow"], a["candidate"])].kw_per_unit is None for a in assignments) or \
+        any(r.idle_kw_per_unit is None for r in rows)
+    if partial:
+        notes.append("energy excludes candidates with no sourced TDP; the cost-energy front (pareto) is over the "
+                     "candidates with a sourced TDP only, so this plan is not one of its points")
     no_rest = sorted({r.device for r in rows if by_key[r.candidate].rest_source is None})
     if no_rest:
         notes.append(f"energy counts only the devices of {', '.join(no_rest)}: no sourced power for the rest of "
@@ -235,7 +237,8 @@ def solve(scenario: Scenario, ctx: Context | None = None, extras: bool = True) -
     mixed = {k: pyo.value(v) for k, v in m._terms.items()}
     best = best_single(p, scenario.objective, weights, scales, mixed)
     positive = {k for k, v in weights.items() if v}
-    own = {0.0: (terms["cost"], terms["energy"])} if positive == {"cost"} else \
+    partial = any("no sourced TDP" in n for n in plan.notes)  # its energy total leaves candidates out
+    own = {} if partial else {0.0: (terms["cost"], terms["energy"])} if positive == {"cost"} else \
         {1.0: (terms["cost"], terms["energy"])} if positive == {"energy"} else {}
     return Plan(**{**plan.__dict__, "best_single": best, "pareto": pareto(p, own=own),
                    "sensitivity": sensitivity(p, terms["cost"], rows), "breakeven": breakeven(p, ctx, rows)})
@@ -299,7 +302,9 @@ def best_single(p: Problem, objective: str, weights: dict[str, float], scales: d
 def pareto(p: Problem, steps: int = 5, own: dict[float, tuple[float, float]] | None = None) -> tuple[dict, ...]:
     """The cost-versus-energy Pareto front: the plans minimizing (1−w)·cost/cost* + w·energy/energy*
     for `steps` weights w from 0 to 1 (each term normalized by its own optimum), as points
-    {energy_weight, cost_usd, energy_kwh}, with every dominated point left out.
+    {energy_weight, cost_usd, energy_kwh}, with every dominated point left out. Every solve leaves out
+    the candidates whose energy is unknown (no sourced TDP): counted as 0 kWh, a cheap plan on them would
+    look as if it drew less than it does and hide the front.
 
     The ends are solved lexicographically: w=0 is the least energy among the cheapest plans, w=1
     the least cost among the least-energy plans; a pure-cost (or pure-energy) solve alone breaks
@@ -316,14 +321,14 @@ def pareto(p: Problem, steps: int = 5, own: dict[float, tuple[float, float]] | N
     found: dict[float, tuple[float, float]] = dict(own)
     for w, first, second in ((0.0, "cost", "energy"), (1.0, "energy", "cost")):
         if w not in found:
-            m = _solve_lex(p, second, weights={first: 1.0})
+            m = _solve_lex(p, second, weights={first: 1.0}, known_energy=True)
             if m is None:
                 return ()
             found[w] = (pyo.value(m._terms["cost"]), pyo.value(m._terms["energy"]))
     ref = {"cost": max(found[0.0][0], 1e-9), "energy": max(found[1.0][1], 1e-9)}
     for w in weights:
         if w not in found:
-            m = _solve(p, weights={"cost": 1 - w, "energy": w}, scales=ref)
+            m = _solve(p, weights={"cost": 1 - w, "energy": w}, scales=ref, known_energy=True)
             if m is not None:
                 found[w] = (pyo.value(m._terms["cost"]), pyo.value(m._terms["energy"]))
     order = sorted(found, key=lambda w: (w not in own, w))  # the plan's own values first

@@ -18,7 +18,7 @@ from planner.predict.context import ALL_TIERS, Context, default_context
 from planner.predict.inference import llm_fits, predict_inference
 from planner.predict.prediction import CostOptions, Prediction
 from planner.predict.training import predict_training
-from planner.workload.engines import check_engine, default_engine, get_engine
+from planner.workload.engines import GENERIC_ENGINES, check_engine, default_engine, get_engine, known_vendor
 from planner.workload.graphs import context_note
 from planner.workload.parallelism import Parallelism
 from planner.workload.quant import compose, on_device, precision, quantized_weights
@@ -146,10 +146,14 @@ def engine_for(req: Request, model: Model, device) -> tuple[str, str]:
     and device, or the default (engines.default_engine) with the reason it was chosen."""
     if req.engine is None:
         name = default_engine(model.family, req.mode, device.kind, _gemm_dtype(req.dtype), device.vendor)
-        why = {"vllm": "the default for LLM inference on a GPU",
+        on = {"gpu": "a GPU", "tpu": "a TPU (vLLM's hardware plugin)",
+              "accelerator": "an accelerator (vLLM's hardware plugin)"}.get(device.kind, f"a {device.kind}")
+        why = {"vllm": f"the default for LLM inference on {on}",
                "tensorrt": "the default for INT8 or FP8 inference of a non-LLM on an NVIDIA GPU: eager PyTorch runs "
                            "no quantized operator on a GPU"}.get(name, "the default for training, non-LLM inference "
                                                                   "and CPUs")
+        if name in GENERIC_ENGINES and not known_vendor(device.vendor):
+            why = f"the default for a device of a vendor no engine file lists, {device.vendor}"
     else:
         if not isinstance(req.engine, str):
             raise ConfigError(f"--engine must be a name, got {req.engine!r}"[:200])
@@ -227,7 +231,29 @@ def predict(req: Request, ctx: Context | None = None, model: Model | None = None
         p = predict_training(target, model, par, micro, req.global_batch, req.seq_len, req.image_size, req.dtype,
                              req.recompute, req.train_tokens, cost, engine, req.mixed_precision, req.optimizer)
     p = _context_note(model, _engine_note(_scaleout_note(req, p), note))
+    vendor = vendor_note(device, engine)
+    p = replace(p, notes=(*p.notes, vendor)) if vendor else p
     return replace(p, notes=(*p.notes, dtype_note)) if dtype_note else p
+
+
+def vendor_note(device, engine: str) -> str | None:
+    """The note of a device whose vendor no engine file lists (a user's own), predicted on plain PyTorch
+    (engines.GENERIC_ENGINES); None otherwise."""
+    if engine not in GENERIC_ENGINES or known_vendor(device.vendor):
+        return None
+    return (f"{device.vendor} is a vendor no engine file lists: {device.id} is assumed to run PyTorch {engine} through "
+            f"{device.vendor}'s own PyTorch backend (out of tree, PyTorch's PrivateUse1 device key), every op its "
+            "own kernel at eager's host cost per launch; other engines are refused on it")
+
+
+def tier_note(tiers) -> str | None:
+    """The note of a comparison whose devices are predicted on different tiers (measured, published,
+    transferred, cross-library, datasheet): each tier has its own band; None when they share one."""
+    found = sorted({t for t in tiers if isinstance(t, str) and t})
+    if len(found) < 2:
+        return None
+    return (f"devices on different tiers ({', '.join(found)}): each time has its own tier's band (band_fraction); "
+            "a difference inside the bands is not resolved")
 
 
 def _check_quantized_convolutions(req: Request, model: Model, device, engine: str) -> None:
@@ -412,6 +438,10 @@ def compare(model: str | Model, devices: list[str] | None = None, mode: str = "i
         device = ctx.device(device_id)
         rows.append(_best_row(ctx, resolved, device, mode, batch, input_len, output_len, seq_len, image_size,
                               dtype, pricing, training, gpus))
+    mixed = tier_note(r.get("tier") for r in rows)
+    if mixed:
+        rows = [{**r, "note": f"{r['note']}; {mixed}" if r.get("note") else mixed} if r.get("tier") else r
+                for r in rows]
     column, ascending = SORT_KEYS[sort]
     return pd.DataFrame(_sorted_rows(rows, column, ascending), columns=COMPARE_COLUMNS)
 

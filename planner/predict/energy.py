@@ -172,8 +172,9 @@ class PowerModel:
 
     def curve_for(self, device: Device) -> PowerCurve | None:
         """`device`'s own measured curve, else that of a measured GPU of its vendor and generation
-        (the nearest TDP); None for the datasheet fractions (or without a sourced TDP). Memoized by
-        model and device: each op of a new graph asks it twice."""
+        (the nearest TDP; a user's copy of a catalog device's figures is of that device's generation:
+        profile_select.transfer_key); None for the datasheet fractions (or without a sourced TDP).
+        Memoized by model and device: each op of a new graph asks it twice."""
         return _CURVES.get((self, device), (), lambda: self._find_curve(device))
 
     def _find_curve(self, device: Device) -> PowerCurve | None:
@@ -182,8 +183,10 @@ class PowerModel:
         for curve in self.curves:
             if curve.device == device.id:
                 return curve
-        near = [c for c in self.curves if device.kind == "gpu" and c.vendor == device.vendor.lower()
-                and c.generation == device.generation.lower()]
+        from planner.hardware.profile_select import transfer_key
+        vendor, generation = transfer_key(device)
+        near = [c for c in self.curves if device.kind == "gpu" and c.vendor == vendor.lower()
+                and c.generation == generation.lower()]
         return min(near, key=lambda c: (abs(math.log(device.tdp_w / c.power_limit_w)), c.device)) if near else None
 
     def source(self, device: Device) -> PowerSource:

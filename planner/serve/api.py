@@ -34,17 +34,16 @@ from planner.predict.context import Context, default_context
 from planner.predict.inference import prompt_len
 from planner.predict.prediction import CostOptions, price
 from planner.serve import load as loads
-from planner.serve import steady
-from planner.serve import versions
+from planner.serve import steady, versions
 from planner.serve.clients import get_client
 from planner.serve.metrics import ServeMetrics, summarize
 from planner.serve.policies import Policy, describe, policy_for
 from planner.serve.sim import Run, simulate
+from planner.serve.steady import DEFAULT_REQUESTS, DEFAULT_SEED
 from planner.serve.steps import StepModel
 from planner.workload.graphs import context_note
 from planner.workload.zoo import Model, resolve
 
-DEFAULT_REQUESTS = 1000
 MAX_SIM_REQUESTS = 200_000
 STATS = ("mean", "p50", "p90", "p99")
 
@@ -67,7 +66,7 @@ class Load:
     """A length preset (hardware_specs/serving/lengths.csv); None: the request's fixed lengths."""
     think_s: float = 0.0
     """Closed loop: a client's pause between a completion and its next request, s."""
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     client: str | None = None
     """The benchmark client the run is measured as (planner/serve/clients.py): its request count where none is
     stated, its lengths, its ITL; None: planner's own (until steady, fixed lengths, pooled ITL)."""

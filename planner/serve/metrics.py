@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.serve.sim import Run
+from planner.serve.steady import PERCENTILE_METHOD
 
 TIMELINE_POINTS = 200
 """Points kept of the KV-use and preemption timeline."""
@@ -47,7 +48,7 @@ class Percentiles:
         if values.size == 0:
             return Percentiles(None, None, None, None)
         if weights is None:
-            p = np.percentile(values, [50, 90, 99])
+            p = np.percentile(values, [50, 90, 99], method=PERCENTILE_METHOD)
             return Percentiles(float(values.mean()), float(p[0]), float(p[1]), float(p[2]))
         order = np.argsort(values)
         v, cum = values[order], np.cumsum(weights[order])
@@ -144,11 +145,12 @@ def summarize(runs: list[Run], slo_ttft_s: float | None = None, slo_tpot_s: floa
 
 
 def _cdf(values: np.ndarray) -> tuple[float, ...]:
-    """`values` at the CDF_POINTS quantiles 0, 1/200, ..., 1 (np.percentile's linear rule, as Percentiles);
+    """`values` at the CDF_POINTS quantiles 0, 1/200, ..., 1 (PERCENTILE_METHOD, as Percentiles);
     () for no values. Kept instead of the values themselves: a run of 200,000 requests stays small."""
     if values.size == 0:
         return ()
-    return tuple(float(v) for v in np.percentile(values, np.linspace(0.0, 100.0, CDF_POINTS)))
+    quantiles = np.linspace(0.0, 100.0, CDF_POINTS)
+    return tuple(float(v) for v in np.percentile(values, quantiles, method=PERCENTILE_METHOD))
 
 
 def _steady(done: np.ndarray) -> float:

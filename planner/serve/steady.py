@@ -37,6 +37,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+DEFAULT_REQUESTS = 1000
+"""Requests of a run at a stated rate when the caller states none: the Serving page's default, a plan's
+capacity and its check (planner/serve/sweep.py standard_load and run_at_rate), a --configs row. Kept
+here, with numpy its only import, so that the app's pages name it without loading the simulator."""
+DEFAULT_SEED = 0
+"""Seed of the arrival draws when none is given (planner.serve.api.Load.seed)."""
+PERCENTILE_METHOD = "linear"
+"""How p50, p90, p99 and the CDF are read off the requests' latencies: np.percentile's method, linear
+interpolation between the two nearest ranks (numpy's default, as vllm bench serve reads them). Every run
+reports them so (planner/serve/metrics.py): `planner serve`, the Serving page, a plan's capacity and its
+check; the windows here are compared on the same."""
 FIRST_REQUESTS = 1000
 """Requests of the first batch."""
 MAX_REQUESTS = 64_000
@@ -73,11 +84,11 @@ class Steadiness:
 
 
 def _stats(values: np.ndarray) -> dict:
-    """{"mean", "p50", "p90", "p99"} of finite `values` (np.percentile's linear rule, as metrics.Percentiles)."""
+    """{"mean", "p50", "p90", "p99"} of finite `values` (PERCENTILE_METHOD, as metrics.Percentiles)."""
     values = values[np.isfinite(values)]
     if values.size == 0:
         return {}
-    out = {k: float(np.percentile(values, q)) for k, q in _Q.items()}
+    out = {k: float(np.percentile(values, q, method=PERCENTILE_METHOD)) for k, q in _Q.items()}
     out["mean"] = float(values.mean())
     return out
 

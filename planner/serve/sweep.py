@@ -22,6 +22,12 @@ the SLOs to the next row (or to the saturation rate), so its answer agrees with 
 meets them, none below it that does is missed. Either answer is capped at the saturation rate: when
 every rate tried up to it meets the SLOs, `Capacity.capped` says so. Cost: about ten simulations, each
 under a second once step times are cached (the first also fills the step-time grid, a few seconds).
+
+One run per rate. Every open-loop run at a rate (a sweep's rows, the bisection's points) is `run_at_rate`:
+the load given, or `standard_load()` (DEFAULT_REQUESTS requests, seed DEFAULT_SEED, percentiles by
+PERCENTILE_METHOD: planner/serve/steady.py). The Serving page runs its rates so, and so do a plan's
+capacity and its check (planner/plan/capacity.py, check.py): a plan's rate per copy, put into the page,
+gives the run the plan judged.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from planner.predict.api import Request
 from planner.predict.context import Context, default_context
 from planner.serve.api import MAX_SIM_REQUESTS, Load, Scheduling, ServeResult, Slo, serve
 from planner.serve.policies import policy_for
+from planner.serve.steady import DEFAULT_REQUESTS, DEFAULT_SEED
 from planner.workload.zoo import Model, resolve
 
 BISECTIONS = 8
@@ -64,7 +71,6 @@ def saturation(req: Request, load: Load, scheduling: Scheduling = Scheduling(), 
     model = model or resolve(req.model)
     device = ctx.device(req.device)
     from planner.predict.api import engine_for, parallelism
-
     from planner.serve.versions import engine_at, split
 
     engine, _ = engine_for(replace(req, mode="inference"), model, device)
@@ -88,6 +94,25 @@ def _open(load: Load, rate: float) -> Load:
     return replace(load, rate_rps=rate, concurrency=None, trace=None)
 
 
+def standard_load(requests: int = DEFAULT_REQUESTS) -> Load:
+    """The load of a run at a rate when no other is asked for: `requests` Poisson arrivals of seed DEFAULT_SEED,
+    the request's fixed lengths, planner's own client, its latencies read by PERCENTILE_METHOD (the three
+    constants: planner/serve/steady.py). The Serving page's (its request count the user's, DEFAULT_REQUESTS
+    unless changed), a plan's capacity's and its check's: a plan's rate, simulated as the page simulates it,
+    is the same run."""
+    return Load(requests=requests, seed=DEFAULT_SEED)
+
+
+def run_at_rate(req: Request, rate_rps: float, load: Load | None = None, scheduling: Scheduling = Scheduling(),
+                slo: Slo = Slo(), ctx: Context | None = None, model: Model | None = None,
+                saturation_rps: float | None = None) -> ServeResult:
+    """The simulation of `req`'s deployment at the Poisson rate `rate_rps`: `load` (default standard_load())
+    at that rate. Every run at a rate goes through it: a sweep's rows, max_rate's bisection, the Serving
+    page's chosen rate, a plan's capacity and its check."""
+    load = standard_load() if load is None else load
+    return serve(req, _open(load, rate_rps), scheduling, slo, ctx, model, saturation_rps=saturation_rps)
+
+
 def sweep(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: Slo = Slo(), points: int = 10,
           ctx: Context | None = None, model: Model | None = None) -> tuple[list[tuple[float, ServeResult]], Capacity]:
     """[(rate, run)] from 5% to 110% of the saturation rate, and the highest rate within the SLOs (module
@@ -98,7 +123,7 @@ def sweep(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
     model = model or resolve(req.model)
     top = saturation_rate(req, load, scheduling, ctx, model)
     rates = [top * (0.05 + (1.10 - 0.05) * i / (points - 1)) for i in range(points)]
-    curve = [(r, serve(req, _open(load, r), scheduling, slo, ctx, model, saturation_rps=top)) for r in rates]
+    curve = [(r, run_at_rate(req, r, load, scheduling, slo, ctx, model, top)) for r in rates]
     if slo.ttft_s is None and slo.tpot_s is None:
         return curve, Capacity(0.0, top, None)
     met = [i for i, (r, run) in enumerate(curve) if r <= top and slo.met(run.metrics)]
@@ -130,7 +155,7 @@ def max_rate(req: Request, load: Load, scheduling: Scheduling, slo: Slo, ctx: Co
     halvings = max(0, math.ceil(math.log2(max(hi - lo, 1e-300) * 2**bisections / top) - 1e-9))
     for _ in range(halvings):
         mid = (lo + hi) / 2
-        run = serve(req, _open(load, mid), scheduling, slo, ctx, model, saturation_rps=top)
+        run = run_at_rate(req, mid, load, scheduling, slo, ctx, model, top)
         if slo.met(run.metrics):
             lo, best = mid, run
         else:

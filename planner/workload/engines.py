@@ -409,14 +409,37 @@ quantization.html, Backend/Hardware Support), so quantized vision and encoder mo
 (NVIDIA's MLPerf Inference submissions for ResNet-50 and BERT)."""
 
 
+GENERIC_ENGINES = ("eager", "hf-generate")
+"""Plain PyTorch, the engines a device of a vendor no engine file lists is assumed to run: PyTorch takes a
+vendor's device out of tree through its PrivateUse1 dispatch key ('Facilitating New Backend Integration by
+PrivateUse1', docs.pytorch.org/tutorials/advanced/privateuseone.html; Ascend NPU, Cambricon MLU, Moore
+Threads MUSA and Microsoft MAIA plug in so, pytorch/pytorch PR #165958), so any device with a PyTorch
+backend runs the unfused eager graph. Every other engine runs only on the vendors its file lists."""
+
+
+def known_vendor(vendor: str | None) -> bool:
+    """True when some engine file lists `vendor` (any case) among the vendors it runs on."""
+    return vendor is not None and any(vendor.lower() in e.vendors for e in engines().values())
+
+
+def runs_on(engine: Engine, device_kind: str | None, vendor: str | None) -> bool:
+    """True when `engine` runs on a device of this kind and vendor: both listed in its file, or, for a vendor
+    no engine lists, a generic (plain PyTorch) engine of that kind (GENERIC_ENGINES)."""
+    if device_kind is not None and device_kind not in engine.device_kinds:
+        return False
+    return (vendor is None or vendor.lower() in engine.vendors
+            or (engine.name in GENERIC_ENGINES and not known_vendor(vendor)))
+
+
 def default_engine(family: str, mode: str, device_kind: str, gemm: str | None = None,
                    vendor: str | None = None) -> str:
-    """The engine assumed when none is named: vllm for LLM (decoder) inference on GPUs, the most
-    deployed open serving engine; TensorRT for INT8 or FP8 inference of any other model on an NVIDIA GPU
+    """The engine assumed when none is named: vllm for LLM (decoder) inference on a device it runs on (GPUs,
+    and TPUs, Gaudi and Trainium/Inferentia through its hardware plugins: vllm.json), the most deployed
+    open serving engine; TensorRT for INT8 or FP8 inference of any other model on an NVIDIA GPU
     (`gemm`: the dtype its GEMMs run at; QUANTIZED_DEFAULT); eager (plain PyTorch) for training, other
-    inference and CPUs."""
+    inference, CPUs, and devices vLLM does not run on (a vendor no engine lists: GENERIC_ENGINES)."""
     table = engines()
-    if family == "decoder" and mode != "training" and device_kind == "gpu" and "vllm" in table:
+    if family == "decoder" and mode != "training" and "vllm" in table and runs_on(table["vllm"], device_kind, vendor):
         return "vllm"
     if (family != "decoder" and mode != "training" and device_kind == "gpu" and gemm in ("int8", "fp8")
             and (vendor or "").lower() == "nvidia" and QUANTIZED_DEFAULT in table
@@ -438,6 +461,8 @@ def check_engine(engine: Engine, family: str, mode: str, device_kind: str | None
     if device_kind is not None and device_kind not in engine.device_kinds:
         raise ConfigError(f"engine '{engine.name}' does not run on {device_kind} devices "
                           f"(it runs on: {', '.join(engine.device_kinds)})")
-    if vendor is not None and vendor.lower() not in engine.vendors:
+    if vendor is not None and not runs_on(engine, None, vendor):
+        generic = "" if known_vendor(vendor) else \
+            f"; a vendor no engine file lists runs plain PyTorch: {', '.join(GENERIC_ENGINES)}"
         raise ConfigError(f"engine '{engine.name}' does not run on {vendor} devices "
-                          f"(it runs on: {', '.join(engine.vendors)})")
+                          f"(it runs on: {', '.join(engine.vendors)}){generic}")

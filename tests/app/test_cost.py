@@ -165,3 +165,21 @@ def test_every_control_has_help_and_a_unit_and_the_chart_marks_the_break_even(ap
     [chart] = app.get("vega_lite_chart")
     label = f"break-even: {metrics(app)['Break-even'].removeprefix('after ')}".encode()
     assert any(label in d.data.data for d in chart.proto.datasets)
+
+
+def test_the_totals_over_the_term_are_printed_and_are_the_table_s_last_month(app):
+    """Job (b) of issue 43: buy H100 servers or rent for 3 years: the 36-month totals are the cumulative costs
+    of compare_tco's table at month 36, and the cheaper side is their difference."""
+    from planner.plan.tco import compare_tco
+
+    _cost(app, cost_device="h100-sxm", cost_server="dgx-h100", cost_site="us-virginia-colo", cost_instance=P5)
+    app.slider(key="cost_months").set_value(36).run()
+    _no_error(app)
+    shown = metrics(app)
+    r = compare_tco("h100-sxm", "us-virginia-colo", P5, 36, 0.8, server="dgx-h100")
+    cloud, onprem = r.table.iloc[-1]["cloud_usd"], r.table.iloc[-1]["onprem_usd"]
+    assert r.table.iloc[-1]["month"] == 36
+    assert shown["Renting over 36 months"] == f"${cloud:,.0f}"
+    assert shown["Owning over 36 months"] == f"${onprem:,.0f}"
+    side = "owning" if onprem < cloud else "renting"
+    assert shown["Cheaper over the term"] == f"{side}, by ${abs(cloud - onprem):,.0f}"

@@ -79,6 +79,19 @@ def test_the_highest_rate_shown_is_the_librarys(serving):
     assert float(shown["Saturation (requests/s)"]) == pytest.approx(capacity.saturation_rps, abs=0.005)
 
 
+def test_the_chosen_rate_is_the_run_a_plan_and_its_check_make(serving):
+    # issue 43: the page's run at a rate, with its default request count, is planner.serve.sweep.run_at_rate on
+    # standard_load(), which a plan's capacity and its check run: the same p90 TTFT and TPOT, to the digit shown
+    from planner.app.common import fmt_s
+    from planner.predict import Request
+    from planner.serve.api import Slo
+    from planner.serve.sweep import run_at_rate
+    req = Request("llama-3.1-8b", "h100-sxm", gpus=1, tp=1, input_len=1024, output_len=256)
+    m = run_at_rate(req, 5.0, slo=Slo(2.0, 0.1, "p90")).metrics  # the page's default rate, 5 requests/s
+    shown = metrics(serving)
+    assert shown["TTFT p90"] == fmt_s(m.ttft_s.p90) and shown["TPOT p90"] == fmt_s(m.tpot_s.p90)
+
+
 def test_the_rate_and_the_slos_change_what_is_shown(serving):
     before = metrics(serving)
     after = metrics(_set(serving, "serve_rate_rps", 15.0))

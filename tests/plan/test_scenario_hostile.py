@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from planner.app.plan import ADVANCED
 from planner.cli import main
 from planner.errors import ConfigError
 from planner.plan.scenario import MAX_BYTES, load, loads
@@ -108,6 +109,7 @@ def _app_upload(data: bytes) -> AppTest:
     it at once (planner.plan.scenario.loads), and Solve stays disabled while it is invalid."""
     at = AppTest.from_file(APP, default_timeout=120)
     at.session_state["page"] = "Plan"
+    at.session_state["plan_mode"] = ADVANCED  # the scenario YAML, not the form
     at.session_state["plan_source"] = "Upload YAML"
     at.run()
     at.file_uploader(key="scenario_upload").set_value(("scenario.yaml", data, "application/x-yaml")).run()
