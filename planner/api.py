@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -176,11 +177,12 @@ def _name(model) -> str:
 
 # ------------------------------------------------------------------ results
 
-class Result:
-    """A result: to_dict() (JSON-ready) and to_frame() (pandas)."""
+class Result(ABC):
+    """A result: to_dict() (JSON-ready) and to_frame() (pandas; by default to_dict() flattened to one row)."""
 
+    @abstractmethod
     def to_dict(self) -> dict:
-        raise NotImplementedError
+        """Every figure of the result, JSON-ready (numbers finite or None), units in the keys."""
 
     def to_frame(self):
         import pandas as pd
@@ -238,9 +240,6 @@ class PredictResult(Result):
 
     def to_dict(self) -> dict:
         return self.prediction.as_dict()
-
-    def to_frame(self):
-        return super().to_frame()
 
     def __str__(self) -> str:
         return summary(self.prediction)

@@ -99,3 +99,15 @@ def test_serve_reports_percentiles():
     d = r.to_dict()
     assert 0 < d["ttft_p50_s"] <= d["ttft_p99_s"]
     assert len(r.to_frame()) == 1
+
+
+def test_the_groups_hold_every_field_of_a_request_once():
+    """The groups are the one prediction request split by concern: none lost, none added, none twice."""
+    from dataclasses import fields
+
+    from planner.predict.api import Request
+
+    grouped = [f.name for g in (planner.Workload, planner.Parallel, planner.Costs, planner.Training, planner.Platform)
+               for f in fields(g)]
+    assert len(grouped) == len(set(grouped))
+    assert set(grouped) == {f.name for f in fields(Request)} - {"model", "device"}
