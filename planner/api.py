@@ -247,11 +247,11 @@ class PredictResult(Result):
 
 def summary(p) -> str:
     """A prediction in a few lines: the deployment, memory, the mode's times and rate, energy and cost."""
-    from planner.units import si
+    from planner.units import band_label, si
 
     m, par = p.metrics, p.parallelism
     lines = [f"{p.model} on {p.gpus} x {p.device} (tp {par.tp}, pp {par.pp}, dp {par.dp}), {p.mode}, {p.dtype}, "
-             f"engine {p.engine}, tier {p.tier} (band +-{p.band_fraction:.0%})",
+             f"engine {p.engine}, tier {p.tier} (band {band_label(p.band_fraction)})",
              f"memory/device {si(p.memory.total_bytes, 'B')} of {si(p.memory.capacity_bytes, 'B')}: "
              + ("fits" if p.fits else "does NOT fit")]
     for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("latency_s", "latency"), ("step_time_s", "step")):

@@ -77,14 +77,20 @@ def json_safe(value):
     return value
 
 
-def band(value: float, fraction: float, inverse: bool = False) -> tuple[float, float]:
-    """(low, high) of a time (or, inverse=True, a rate) whose relative error is at most `fraction`.
+def band_label(fraction: float) -> str:
+    """The band in words, e.g. band_label(0.61) == "x1.61 either way": the factor a time or rate may be off
+    by, up or down (see band)."""
+    return f"x{1 + fraction:.2f} either way"
 
-    Below 1 the band is value·(1 ± f) for a time and value/(1 ± f) for a rate; from 1 up a linear
-    band would cross zero, so it becomes value/(1 + f) .. value·(1 + f), symmetric in log space.
-    Never below 0 and never infinite for a finite value.
+
+def band(value: float, fraction: float, inverse: bool = False) -> tuple[float, float]:
+    """(low, high) of a time or a rate off by at most a factor 1 + `fraction` either way:
+    value / (1 + f) .. value · (1 + f), symmetric in log space.
+
+    A band is an error measured as |ln(predicted / measured)| (planner/hardware/measured_bands.py): a
+    measurement 1 + f times slower or faster than the prediction is as far off, so both ends are the
+    same factor away. `inverse` is kept for callers that name a rate; the band of a rate is the same
+    interval. Never below 0 and never infinite for a finite value.
     """
     f = fraction
-    if f >= 1:
-        return value / (1 + f), value * (1 + f)
-    return (value / (1 + f), value / (1 - f)) if inverse else (value * (1 - f), value * (1 + f))
+    return value / (1 + f), value * (1 + f)

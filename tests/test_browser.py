@@ -107,6 +107,12 @@ def _metric(page, label):
     return box.locator('[data-testid="stMetricValue"]').inner_text()
 
 
+def _delta(page, label):
+    """The small line under a metric (a band, a range)."""
+    box = page.locator('[data-testid="stMetric"]', has_text=label).first
+    return box.locator('[data-testid="stMetricDelta"]').inner_text()
+
+
 def _select(page, label: str, option: str):
     """Pick `option` in the select box labelled `label`."""
     box = page.locator('[data-testid="stSelectbox"]', has_text=label).first
@@ -174,10 +180,18 @@ def test_5_add_a_custom_gpu_and_compare_it(page):
     _clean(page, "hardware")
     _open(page, "Workload")
     page.get_by_text("One device in detail", exact=True).wait_for(timeout=LONG)
+    _select(page, "Device", "h100-sxm")
+    page.get_by_text("TTFT").first.wait_for(timeout=LONG)
+    _idle(page)
+    h100 = (_metric(page, "tier"), _delta(page, "tier"), _seconds(_metric(page, "TPOT")))
     _select(page, "Device", "h100-sxm-custom")
     page.get_by_text("TTFT").first.wait_for(timeout=LONG)
     _idle(page)
-    assert _metric(page, "tier") == "published"  # a copy of the H100's row: its profile, tier and band
+    # a copy of the H100's row: its profile, tier and band ("band ×1.61 either way"), and its TPOT within it
+    copy = (_metric(page, "tier"), _delta(page, "tier"), _seconds(_metric(page, "TPOT")))
+    assert copy[0] == h100[0] == "published" and copy[1] == h100[1]
+    factor = float(h100[1].split("×")[1].split()[0])
+    assert h100[2] / factor <= copy[2] <= h100[2] * factor
     _clean(page, "workload_custom")
 
 

@@ -10,7 +10,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from planner.app.common import ROOT, context, purpose
+from planner.app.common import ROOT, band_text, context, purpose
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -68,6 +68,30 @@ def _summary_table(groups: dict, name: str) -> pd.DataFrame:
                          for key, v in groups.items()])
 
 
+def bands_frame() -> pd.DataFrame:
+    """The measured band of each tier on each device family (hardware_specs/efficiency/measured_bands.json) and
+    whether predictions use it (a family with fewer rows takes its tier's figure over every family)."""
+    bands = context().bands
+    return pd.DataFrame([{
+        "tier": g.tier, "device family": "every family" if g.family == "*" else g.family, "rows": g.rows,
+        "median error (x)": round(math.exp(g.median_abs_ln), 2), "p90 error (x)": round(math.exp(g.p90_abs_ln), 2),
+        "band (either way)": band_text(g.band_fraction),
+        "used": "yes" if g.family == "*" or g.rows >= bands.min_rows else f"no: under {bands.min_rows} rows, the tier's"}
+        for g in bands.groups])
+
+
+def _bands() -> None:
+    frame = bands_frame()
+    if frame.empty:
+        return
+    st.subheader("Bands by tier and device family")
+    st.caption("Every time and rate the app shows carries a band: the 90th percentile of how far planner's predictions "
+               "on that tier and device family landed from the published measurements above (in sample), or the "
+               "kernels' own error where that is wider. A family with too few results takes its tier's figure over "
+               "every family. `benchmarks/measured_bands.py` derives the table from the run above.")
+    st.dataframe(frame, hide_index=True)
+
+
 def page() -> None:
     purpose("Calibration and accuracy", "Where each device's efficiencies come from (measured, published or "
             "transferred profiles), and how far predictions land from measurements.")
@@ -93,6 +117,7 @@ def page() -> None:
                                                 for k, v in report["not_expressed_by_reason"].items()) + ".")
         st.dataframe(_summary_table(report["summary"]["by_category"], "category"), hide_index=True)
         st.dataframe(_summary_table(report["summary"]["by_gpu"], "GPU"), hide_index=True)
+        _bands()
     results = validation_results()
     if results.empty:
         st.info("No validation results yet: run `planner validate --json > benchmarks/results/validate_<device>.json`.")

@@ -73,11 +73,12 @@ def shown(fn, *args, **kwargs):
     """Run `fn`; return its result, or None after showing the error in a box: planner's own errors (bad
     input, impossible configuration) as their one-line message, anything else as an internal error to
     report. Never a stack trace, unless PLANNER_DEBUG=1 (then the exception propagates to Streamlit)."""
+    from planner.app.wording import app_words
     from planner.errors import PlannerError
     try:
         return fn(*args, **kwargs)
     except PlannerError as exc:
-        st.error(str(exc))
+        st.error(app_words(str(exc)))  # a message written for the command line, in the page's words
     except Exception as exc:  # noqa: BLE001 - the one boundary that turns any failure into a message
         if os.environ.get("PLANNER_DEBUG") == "1":
             raise
@@ -157,3 +158,8 @@ def tier_scale():
     """The altair colour scale of the tiers (TIER_COLORS)."""
     import altair as alt
     return alt.Scale(domain=list(TIER_COLORS), range=list(TIER_COLORS.values()))
+
+
+def band_text(fraction: float) -> str:
+    """A band as the pages show it: "×1.61 either way" (planner.units.band: the factor a figure may be off by)."""
+    return f"×{1 + fraction:.2f} either way"

@@ -21,13 +21,59 @@ def _shown(labels: dict):
     return lambda choice: labels.get(choice, choice)
 
 
+LINES = (  # key, compare_tco keyword, label (its unit first), factor from the shown unit to SI, max, step, help
+    ("cost_network", "network_fraction", "Network fabric (% of server capex)", 0.01, 100.0, 0.5,
+     "Switches, NICs and cabling bought with each server, as a share of its price"),
+    ("cost_support", "support_fraction_per_year", "Support contract (% of capex per year)", 0.01, 100.0, 0.5,
+     "The vendor's support/maintenance contract per year, as a share of the capex (server and network)"),
+    ("cost_staff", "staff_usd_per_server_per_year", "Staff ($ per server per year)", 1.0, 1e7, 1000.0,
+     ("The people who run the servers: the site's operations figure where it has one, else FTE per 1000 "
+      "devices x loaded salary. Counted once (it is the site's operations cost, not added to it)")),
+    ("cost_residual", "residual_fraction", "Residual value (% of capex at end of life)", 0.01, 99.0, 1.0,
+     ("Resale value of a server when its life ends, credited then; a server still in service at the end of "
+      "the horizon is not credited")),
+    ("cost_storage_tb", "storage_bytes", "Storage kept (TB, both sides)", 1e12, 1e6, 10.0,
+     "Data kept next to the devices, billed on both sides at their prices below"),
+    ("cost_onprem_storage", "onprem_storage_usd_per_byte_month", "On-prem storage ($ per TB-month)", 1e-12,
+     1e6, 1.0, "No sourced default: give your price per TB-month, or on-prem storage counts as 0"),
+    ("cost_cloud_storage", "cloud_storage_usd_per_byte_month", "Cloud storage ($ per TB-month)", 1e-12, 1e6, 1.0,
+     "The cloud's price per TB-month of storage"),
+    ("cost_egress_gb", "egress_bytes_per_month", "Cloud egress (GB per month)", 1e9, 1e9, 100.0,
+     "Data sent out of the cloud each month (results, checkpoints, responses)"),
+    ("cost_egress_price", "egress_usd_per_byte", "Cloud egress price ($ per GB)", 1e-9, 100.0, 0.01,
+     "The cloud's price per GB sent to the internet"),
+)
+"""The other cost lines' overrides: empty = the catalog's sourced default, 0 leaves the line out."""
+
+
 @st.cache_data(show_spinner=False)
 def tco(hw: str, device: str, site: str, server: str, instance: str | None, months: int, utilization: float,
-        price: float | None, per: str, discount: float, capex: float | None):
+        price: float | None, per: str, discount: float, capex: float | None, lines: tuple = ()):
+    """compare_tco with the page's inputs; `lines`: (compare_tco keyword, SI value) of each other line overridden."""
     from planner.plan.tco import compare_tco
     override = {"price_usd_per_device_h": price} if per == "device" else {"price_usd_per_h": price}
     return compare_tco(device, site, instance, months, utilization, discount=discount, capex_usd=capex,
-                       ctx=context(), server=server, **override)
+                       ctx=context(), server=server, **override, **dict(lines))
+
+
+def _lines(site: str, server: str) -> tuple:
+    """The other lines' inputs, in an expander: (compare_tco keyword, SI value) of each one given."""
+    from planner.plan.tco import line_defaults
+    defaults = line_defaults(site, server, context())
+    given = []
+    with st.expander("Other cost lines: network, support, staff, resale, storage, egress (empty = sourced default, "
+                     "0 = leave out)"):
+        cols = st.columns(3)
+        for i, (key, kw, label, factor, top, step, text) in enumerate(LINES):
+            default = defaults.get(kw)
+            shown_default = "none" if default is None else f"{default / factor:,.4g}"
+            value = cols[i % 3].number_input(label, min_value=0.0, max_value=top, value=None, step=step, key=key,
+                                             placeholder=f"default {shown_default}",
+                                             help=f"{text}. Empty: the default ({shown_default}; sources in the "
+                                                  "table below); 0 leaves the line out")
+            if value is not None:
+                given.append((kw, value * factor))
+    return tuple(given)
 
 
 def page() -> None:
@@ -93,10 +139,11 @@ def page() -> None:
     capex = b[2].number_input("Server capex override ($ per server, 0 = catalog)", min_value=0.0,
                               max_value=1e9, value=0.0, step=1000.0, key="cost_capex",
                               help="A quoted purchase price for one server in place of the catalog's")
+    lines = _lines(site, server)
     if not offers and not override:
         return
     result = shown(tco, hardware_key(), device, site, server, instance, months, percent / 100, override or None,
-                   per, discount / 100, capex or None)
+                   per, discount / 100, capex or None, lines)
     if result is None:
         return
     _stale(result)
@@ -104,8 +151,9 @@ def page() -> None:
     cols[0].metric("Break-even", f"after {result.breakeven_month:.1f} months" if result.breakeven_month is not None
                    else "never", help="Month after which owning has cost less in all than renting, at this "
                                       "utilization, within the server's life")
-    cols[1].metric("Break-even utilization", f"{result.breakeven_utilization:.0%}"
-                   if result.breakeven_utilization is not None else "none: renting is cheaper",
+    u_star = result.breakeven_utilization
+    cols[1].metric("Break-even utilization", "none: renting is cheaper" if u_star is None
+                   else "none: owning is cheaper" if u_star <= 0 else f"{u_star:.0%}",
                    help="Renting only the hours used is cheaper below it, owning above (over the server's life)")
     cols[2].metric(f"Cloud $/h for the server's {result.devices} devices", f"${result.cloud_usd_per_h:,.2f}",
                    help=f"${result.cloud_usd_per_device_h:,.4g} per device-hour x {result.devices} devices, after "
@@ -115,7 +163,8 @@ def page() -> None:
     totals[0].metric(f"Renting over {months} months", f"${last['cloud_usd']:,.0f}",
                      help="Cloud cost of the hours used over the whole term, at this utilization and discount")
     totals[1].metric(f"Owning over {months} months", f"${last['onprem_usd']:,.0f}",
-                     help="Capex of every server bought in the term, with power, colocation and operations")
+                     help="Capex of every server bought in the term with its network, power, colocation, staff, "
+                          "support and storage, less the resale of the servers whose life ended")
     cheaper = "owning" if last["onprem_usd"] < last["cloud_usd"] else "renting"
     totals[2].metric("Cheaper over the term", f"{cheaper}, by ${abs(last['cloud_usd'] - last['onprem_usd']):,.0f}",
                      help="The difference of the two totals to the left")
@@ -123,7 +172,25 @@ def page() -> None:
     st.info(result.breakeven_why[0].upper() + result.breakeven_why[1:]
             + (f" (past the {months}-month horizon shown)" if later else "") + ".")
     st.caption(_sources(result, ctx.catalog.site(site), override, per, discount))
+    _itemized(result, months)
     _chart(result)
+
+
+def _money(usd: float) -> str:
+    """$1,234,567, or -$91,125 for a credit."""
+    return f"-${-usd:,.0f}" if usd < 0 else f"${usd:,.0f}"
+
+
+def _itemized(result, months: int) -> None:
+    """The term's bill line by line, each side's lines adding up to its total above, with their sources."""
+    frame = result.lines_frame()
+    table = pd.DataFrame({"side": frame["side"], "line": frame["item"],
+                          f"USD over {months} months": frame["usd"].map(_money), "source": frame["source"]})
+    st.dataframe(table, hide_index=True, width="stretch")
+    st.caption(f"The {months}-month bill line by line at this utilization: the cloud lines add up to renting's total, "
+               "the on-prem lines to owning's (the residual value is a credit, for the servers whose life ended in "
+               "the term). Each line's source and date is in the last column: scroll the table sideways (or enlarge "
+               "it, top right) to read it all. Override a line under \"Other cost lines\"; 0 leaves it out.")
 
 
 def _stale(result) -> None:
@@ -153,7 +220,7 @@ def _sources(result, site, override: float, per: str, discount: int) -> str:
         capex = (f"server capex ${result.capex_usd:,.0f} of {dated(result.capex_date)} ({result.server}, "
                  f"{result.devices} devices)")
     own = (f"on-prem opex ${result.onprem_opex_usd_per_month:,.0f}/month at this utilization "
-           f"(${result.onprem_fixed_usd_per_month:,.0f} colocation and operations + "
+           f"(${result.onprem_fixed_usd_per_month:,.0f} colocation, staff, support and storage + "
            f"${result.onprem_power_usd_per_month:,.0f} power at full load, scaled by the utilization); owning at "
            f"full use ${result.onprem_usd_per_month_full_use:,.0f}/month vs renting every hour "
            f"${result.cloud_usd_per_month_full_use:,.0f}/month")

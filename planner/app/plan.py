@@ -14,7 +14,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from planner.app.common import ROOT, context, dated, hardware_key, purpose, shown, upload_text
+from planner.app.common import ROOT, band_text, context, dated, hardware_key, purpose, shown, upload_text
+from planner.app.wording import app_words
 
 DEFAULT_EXAMPLE = "mixed.yaml"
 FORM, ADVANCED = "Form", "Scenario YAML (advanced)"
@@ -105,7 +106,7 @@ def serving_handoff(result: dict, a: dict) -> dict:
             "serve_tp": int(a["tp"]), "serve_engine": flow["engine"] or NO_ENGINE,
             "serve_dtype": flow["dtype"] if flow["dtype"] in DTYPES else "bf16",
             "serve_recipe": NO_RECIPE if flow["dtype"] in DTYPES else flow["dtype"],
-            "serve_input_len": flow["input_len"], "serve_output_len": flow["output_len"],
+            "serve_length_mode": "fixed", "serve_input_len": flow["input_len"], "serve_output_len": flow["output_len"],
             "serve_slo_ttft_ms": min(no_target_ms, flow["ttft_s"] * 1e3),
             "serve_slo_tpot_ms": min(no_target_ms, flow["tpot_s"] * 1e3),
             "serve_slo_stat": flow["stat"] if flow["stat"] in ("p50", "p90", "p99") else "mean",
@@ -451,7 +452,12 @@ def _results(result: dict, text: str, scenario_download: bool = True) -> None:
             "candidate": a["candidate"], "share (%)": round(100 * a["share"], 1), "rate (req/s)": round(a["rps"], 2),
             "tensor parallel (GPUs)": a["tp"],
             "batch (requests)": f"{a['batch']:,}" if a["batch"] else "continuous",  # one type: Arrow takes it
-            "capacity per unit (req/s)": round(a["capacity_rps"], 2)} for a in plan["assignments"]]))
+            "capacity per unit (req/s)": round(a["capacity_rps"], 2),
+            "tier": a.get("tier") or "", "band (either way)": band_text(a["band_fraction"]) if a.get("band_fraction") else "",
+        } for a in plan["assignments"]]))
+        st.caption("Tier: what each capacity was predicted from (measured or published kernel profiles, transferred "
+                   "from a neighbour, or the datasheet alone); band: how far it may be off, either way, from the "
+                   "measured error of that tier on that device family (the Calibration & accuracy page).")
     served = [a for a in plan["assignments"] if a["flow"] in result.get("flows", {})]
     if served:
         labels = {f"{a['flow']} on {a['candidate']} (tp {a['tp']}, {a['rps']:,.2f} req/s)": a for a in served}
@@ -511,7 +517,7 @@ def _results(result: dict, text: str, scenario_download: bool = True) -> None:
             st.caption(f"{b['device']}: {why}.")
 
     for note in plan["notes"]:
-        st.caption(f"Note: {note}.")
+        st.caption(f"Note: {app_words(note)}.")
     if problems:
         st.error("Independent check failed: " + "; ".join(problems))
     else:

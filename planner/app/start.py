@@ -8,8 +8,8 @@ from planner.app.common import purpose
 
 PRESETS = {
     "serve": ("Serving", {"serve_model": "llama-3.1-70b", "serve_device": "h100-sxm", "serve_gpus": 8, "serve_tp": 8,
-                          "serve_input_len": 1024, "serve_output_len": 256, "serve_slo_ttft_ms": 2000.0,
-                          "serve_slo_tpot_ms": 100.0}),
+                          "serve_length_mode": "fixed", "serve_input_len": 1024, "serve_output_len": 256,
+                          "serve_slo_ttft_ms": 2000.0, "serve_slo_tpot_ms": 100.0}),
     "train": ("Workload", {"model_source": "Zoo", "model": "llama-3.1-8b", "mode": "training", "seq_len": 8192,
                            "wl_micro_batch": 1, "wl_zero": 1, "wl_recompute": "full", "wl_engine": "megatron",
                            "wl_deploy": "Set GPUs and layout", "wl_gpus": 64, "wl_tp": 1, "wl_pp": 1}),

@@ -1,17 +1,20 @@
 """Workload page: one model under one workload on many devices, then one device in detail. Each device
 runs the deployment asked for (GPUs, tensor and pipeline parallel), or the smallest that fits
 (planner.predict.search); a deployment that does not fit is shown greyed with its shortfall and the
-smallest one that fits, never with headline numbers."""
+smallest one that fits, never with headline numbers. The page's shareable link is written and read by
+workload_address."""
 
 from __future__ import annotations
 
 import json
+import math
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
 from planner.app.common import (
+    band_text,
     context,
     dated,
     device_ids,
@@ -25,6 +28,7 @@ from planner.app.common import (
     upload_text,
     zoo_ids,
 )
+from planner.app.wording import app_words
 
 DEFAULT_DEVICES = ["h100-sxm", "h200-sxm", "a100-sxm-80gb", "mi300x", "l40s", "l4"]
 DTYPES = ["bf16", "fp16", "fp8", "fp32", "int8", "fp4"]
@@ -32,11 +36,14 @@ PART_DTYPES = ["(as the base)", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 SMALLEST = "Smallest that fits"
 GREY = "color: #9a9a9a"
 NO_ENGINE = "(default for the workload)"
+MAX_TRAIN_BTOKENS = 10_000_000.0
+"""Largest training run offered, billions of tokens: the library's limit (planner.predict.api.MAX_TRAIN_TOKENS)."""
 DEFAULTS = {"model_source": "Zoo", "model": "llama-3.1-8b", "mode": "inference", "batch": 8, "input_len": 1024,
             "output_len": 256, "seq_len": 2048, "wl_micro_batch": 1, "wl_global_batch": 0, "wl_zero": 1, "wl_recompute": "none",
             "wl_mixed": "auto", "dtype": "bf16", "wl_recipe": "(none)", "wl_weights": PART_DTYPES[0],
             "wl_activations": PART_DTYPES[0], "wl_kv_cache": PART_DTYPES[0], "wl_engine": NO_ENGINE,
-            "devices": DEFAULT_DEVICES, "wl_deploy": SMALLEST, "wl_gpus": 8, "wl_tp": 1, "wl_pp": 1}
+            "devices": DEFAULT_DEVICES, "wl_deploy": SMALLEST, "wl_gpus": 8, "wl_tp": 1, "wl_pp": 1,
+            "wl_train_btokens": 10.0}
 """Every input's first value. Set in session_state before the widgets are drawn (never as a widget
 default), so that a preset from the Start page may set any of them without a conflict."""
 
@@ -152,6 +159,13 @@ def _inputs() -> dict | None:
                                                help="amp: torch.autocast over fp32 weights (plain PyTorch); master: "
                                                     "16-bit weights with an fp32 master copy (Megatron, DeepSpeed); "
                                                     "auto: the engine's own")
+        billions = float(st.number_input("Training run (billion tokens; 0 = no run total)", 0.0, MAX_TRAIN_BTOKENS,
+                                         step=1.0, format="%.3f", key="wl_train_btokens",
+                                         help="Tokens the whole run trains on (images, for a model without "
+                                              "sequences): its steps x the step time gives the run's time, cost "
+                                              "($/h of the deployment) and energy"))
+        if billions > 0:
+            work["train_tokens"] = billions * 1e9
     base = st.selectbox("Dtype", DTYPES, key="dtype", help="Every float at this dtype (the base precision)")
     recipes = ["(none)", *recipe_names()]
     recipe = st.selectbox("Quantization recipe", recipes, key="wl_recipe",
@@ -226,28 +240,44 @@ def _row(device: str, r: dict | None) -> dict:
     thr_lo, thr_hi = band(thr, frac, inverse=True) if thr else (None, None)
     per = s.get("usd_per_unit")
     per_lo, per_hi = band(per, frac) if per and per == per else (None, None)  # a cost per unit scales as a time
+    run = {}
+    if p.get("time_to_train_s"):  # a training run of the tokens asked for: its time, cost and energy
+        run_cost = p.get("cost_to_train_usd")
+        cost_lo, cost_hi = band(run_cost, frac) if run_cost else (None, None)  # steps x step time x $/h
+        run = {"time to train (h)": p["time_to_train_s"] / 3600, "run cost ($)": run_cost,
+               "run cost range ($)": _range(cost_lo, cost_hi, 1, 0),
+               "run energy (kWh)": p["energy_to_train_j"] / 3.6e6 if p.get("energy_to_train_j") else None}
     return {**row, "latency (ms)": lat * 1e3 if lat else None, "latency range (ms)": _range(lat_lo, lat_hi, 1e3),
             "throughput (/s)": thr, "throughput range (/s)": _range(thr_lo, thr_hi, 1, 0),
             "throughput low (/s)": thr_lo, "throughput high (/s)": thr_hi,
             "$/h": s.get("usd_per_h"), "$ per unit": per,
-            "$ per unit low": per_lo, "$ per unit high": per_hi,
+            "$ per unit low": per_lo, "$ per unit high": per_hi, **run,
             "J per unit": s.get("j_per_unit"), "price date": dated(s.get("price_date")) or "",
-            "note": s.get("note") or ""}
+            "note": app_words(s.get("note") or "")}
 
 
-def _unit_names(mode: str, family: str) -> tuple[str, str]:
-    """(throughput unit, cost unit) for the table's headers."""
+def _unit_names(mode: str, family: str, tokens: bool = True) -> tuple[str, str]:
+    """(throughput unit, cost unit) for the table's headers. Training counts what summary_row counts: the
+    tokens of a model of sequences (`tokens`: its predictions have tokens_per_s), else samples, its cost per
+    unit the $/h over a million of them per hour."""
     if mode == "training":
-        return ("tokens/s", "1M tokens") if family == "decoder" else ("samples/s", "1k samples")
+        return ("tokens/s", "1M tokens") if tokens else ("samples/s", "1M samples")
     return ("output tokens/s", "1M output tokens") if family == "decoder" else ("samples/s", "1k samples")
 
 
-def _table(rows: list[dict], thr_unit: str, cost_unit: str) -> None:
+RUN_COLUMNS = ["time to train (h)", "run cost ($)", "run cost range ($)", "run energy (kWh)"]
+"""A training run's columns (training mode, when the run's tokens are given)."""
+
+
+def _table(rows: list[dict], thr_unit: str, cost_unit: str, mode: str = "inference") -> None:
     frame = pd.DataFrame(rows)
     names = {"throughput (/s)": f"throughput ({thr_unit})", "throughput range (/s)": f"throughput range ({thr_unit})",
              "$ per unit": f"$ per {cost_unit}", "J per unit": f"J per {cost_unit.removeprefix('1M ').removeprefix('1k ').removesuffix('s')}"}
+    if mode == "training":  # a training step's time is its step time, not a request's latency
+        names.update({"latency (ms)": "step time (ms)", "latency range (ms)": "step time range (ms)"})
+    run = [c for c in RUN_COLUMNS if c in frame] if mode == "training" else []
     order = ["device", "fits", "deployment", "tier", "latency (ms)", "latency range (ms)", "throughput (/s)",
-             "throughput range (/s)", "$/h", "$ per unit", "J per unit", "note", "memory per GPU (GB)",
+             "throughput range (/s)", "$/h", "$ per unit", *run, "J per unit", "note", "memory per GPU (GB)",
              "capacity per GPU (GB)", "price date"]
     frame = frame.reindex(columns=order).rename(columns=names)
     # cells a row does not have (times of a deployment that cannot run): null, shown blank by the Styler's
@@ -256,8 +286,30 @@ def _table(rows: list[dict], thr_unit: str, cost_unit: str) -> None:
     styled = frame.style.apply(lambda r: [GREY if not r["fits"] else "" for _ in r], axis=1).format(
         precision=2, thousands=",", na_rep="")
     st.dataframe(styled, hide_index=True)
-    st.caption(f"{len(frame.columns)} columns: scroll the table sideways (or enlarge it, top right) for the ranges, "
-               "cost, energy, memory and notes.")
+    scroll_hint(frame, "the ranges, cost, energy, memory and notes")
+
+
+def scroll_hint(frame: pd.DataFrame, what: str = "all") -> None:
+    """Say that a table wider than the page at 1,280 px scrolls (its last columns are off to the right), as the
+    Serving page does."""
+    if len(frame.columns) > 6:
+        st.caption(f"{len(frame.columns)} columns: scroll the table sideways (or enlarge it, top right) for {what}.")
+
+
+def price_basis(mode: str, family: str, batch: int | None = None) -> str:
+    """What the page's cost per unit of work assumes (planner/predict/inference.py and training.py: the
+    deployment's $/h over the units it delivers per hour), and where the price under a load is."""
+    if mode == "training":
+        return ("$ per 1M tokens (samples, for a model without sequences) here: the deployment's $/h over what it "
+                "trains on per hour, steps back to back on every GPU rented.")
+    unit = "1M output tokens" if family == "decoder" else "1k samples"
+    what = (f"one fixed batch of {batch:,} requests per model copy, every slot busy, prefill and decode together, "
+            "batch after batch; prompt tokens cost time but are not counted" if family == "decoder" else
+            f"one fixed batch of {batch:,} samples per model copy, batch after batch") if batch else \
+        "one fixed batch per model copy, every slot busy, batch after batch"
+    return (f"$ per {unit} here: the deployment's $/h over its output per hour for {what}; every rented hour "
+            "busy, no wait for requests. The Serving page gives the price under a load: requests arriving at a "
+            "rate, batches as full as the load keeps them (often partly filled), queueing.")
 
 
 def _chart(rows: list[dict], thr_unit: str, cost_unit: str) -> None:
@@ -296,12 +348,12 @@ def _metrics(p: dict) -> None:
     def timed(col, label, seconds):
         lo, hi = band(seconds, frac)
         col.metric(label, fmt_s(seconds), f"{fmt_s(lo)} – {fmt_s(hi)}", delta_color="off", delta_arrow="off",
-                   help=f"Range: the {p['tier']} tier's band of ±{frac:.0%}")
+                   help=_band_help(p, frac))
 
     def rate(col, label, value, unit):
         lo, hi = band(value, frac, inverse=True)
         col.metric(label, f"{value:,.0f} {unit}", f"{lo:,.0f} – {hi:,.0f} {unit}", delta_color="off", delta_arrow="off",
-                   help=f"Range: the {p['tier']} tier's band of ±{frac:.0%}")
+                   help=_band_help(p, frac))
 
     if p["mode"] != "training" and p.get("ttft_s") is not None:
         timed(cols[0], "TTFT", p["ttft_s"])
@@ -319,8 +371,81 @@ def _metrics(p: dict) -> None:
         if p.get("mfu") is not None:
             cols[2].metric("MFU", f"{p['mfu']:.1%}", help="Model FLOP utilization: model FLOP per second over the "
                            "devices' dense peak at the compute dtype")
-    cols[3].metric("tier", p["tier"], f"band ±{p['band_fraction']:.0%}", delta_color="off", delta_arrow="off",
-                   help="Where the efficiencies come from: measured, published, transferred or datasheet")
+    cols[3].metric("tier", p["tier"], f"band {band_text(p['band_fraction'])}", delta_color="off", delta_arrow="off",
+                   help="Where the efficiencies come from: measured, published, transferred or datasheet; the band "
+                        "is how far the figures may be off either way: " + (p.get("band_basis") or "the kernels' error"))
+    _cost_metrics(p, frac)
+
+
+def money(usd) -> str:
+    """Dollars for a metric: whole dollars from $100, cents from $1, three significant digits below."""
+    if usd is None or math.isnan(usd):
+        return "-"
+    if usd >= 100:
+        return f"${usd:,.0f}"
+    if usd >= 1:
+        return f"${usd:,.2f}"
+    digits = min(8, 2 - math.floor(math.log10(usd))) if usd > 0 else 2
+    return f"${usd:.{digits}f}"
+
+
+def energy_text(joules: float) -> str:
+    """Energy for a metric: kWh below 10 MWh, MWh above."""
+    kwh = joules / 3.6e6
+    return f"{kwh:,.0f} kWh" if kwh < 10_000 else f"{kwh / 1e3:,.1f} MWh"
+
+
+def duration(seconds: float) -> str:
+    """A run's length: hours up to two days, then days."""
+    return f"{seconds / 3600:,.1f} h" if seconds < 2 * 86400 else f"{seconds / 86400:,.1f} days"
+
+
+def _band_help(p: dict, frac: float) -> str:
+    """The help of a figure's range: its tier's band and where the band comes from."""
+    return f"Range: the {p['tier']} tier's band, {band_text(frac)} ({p.get('band_basis') or 'its kernels'})"
+
+
+def _cost_metrics(p: dict, frac: float) -> None:
+    """The second row: what a training run costs, takes and draws (training with its tokens given), or the
+    price per unit of work with what it assumes (inference)."""
+    from planner.units import band
+    ranged = {"delta_color": "off", "delta_arrow": "off"}
+    band_help = _band_help(p, frac)
+    cols = st.columns(4)
+    if p["mode"] == "training":
+        if not p.get("time_to_train_s"):
+            st.caption("Give the training run's tokens (left) for its time, cost and energy.")
+            return
+        lo, hi = band(p["time_to_train_s"], frac)
+        tokens = f"{p['train_tokens']:,.0f} {p.get('train_unit') or 'tokens'}"
+        cols[0].metric("time to train", duration(p["time_to_train_s"]), f"{duration(lo)} – {duration(hi)}", **ranged,
+                       help=f"{tokens}: steps x the step time. {band_help}")
+        cost = p.get("cost_to_train_usd")
+        if cost:
+            lo, hi = band(cost, frac)  # steps x step time x $/h: a cost scales as a time
+            cols[1].metric("training run cost", money(cost), f"{money(lo)} – {money(hi)}", **ranged,
+                           help=f"{tokens}: steps x step time x the deployment's ${p['cost_usd_per_h']:,.2f}/h "
+                                f"({p.get('cost_basis')}, price of {dated(p.get('price_date'))}). {band_help}")
+        else:
+            cols[1].metric("training run cost", "-", help="No catalog price for this deployment (see the notes)")
+        energy = p.get("energy_to_train_j")
+        if energy:
+            kwh = p.get("kwh_per_training_run")
+            facility = f"; {energy_text(kwh * 3.6e6)} at the facility (PUE {p.get('pue', 1):g})" if kwh else ""
+            cols[2].metric("training run energy", energy_text(energy),
+                           help=f"The devices' draw over the run's steps{facility}")
+        carbon = p.get("carbon_kg_per_training_run")
+        if carbon:
+            cols[3].metric("training run carbon", f"{carbon / 1e3:,.1f} t CO2e",
+                           help="Facility energy at the region's grid carbon intensity")
+        return
+    per, unit = ((p.get("usd_per_million_output_tokens"), "1M output tokens") if p.get("ttft_s") is not None
+                 else (p.get("usd_per_thousand_samples"), "1k samples"))
+    if per:
+        lo, hi = band(per, frac)
+        cols[0].metric(f"$ per {unit}", money(per), f"{money(lo)} – {money(hi)}", **ranged,
+                       help=price_basis(p["mode"], "decoder" if p.get("ttft_s") is not None else "",
+                                        p.get("batch")) + f" {band_help}")
 
 
 def _memory_chart(p: dict) -> None:
@@ -378,7 +503,7 @@ def _detail(args: dict, results: dict) -> None:
     notes = p.get("notes") or []
     if notes:
         with st.expander(f"Notes on this prediction ({len(notes)})"):
-            st.markdown("\n".join(f"- {note}" for note in notes))
+            st.markdown("\n".join(f"- {app_words(note)}" for note in notes))
     _memory_chart(p)
     ops = shown(op_table, hardware_key(), args["model_key"], args["config_text"], device, args["mode"],
                 json.dumps(args["work"], sort_keys=True), json.dumps(r["layout"], sort_keys=True))
@@ -388,18 +513,26 @@ def _detail(args: dict, results: dict) -> None:
     table = ops.sort_values("time_s", ascending=False).assign(
         **{"time (ms)": lambda d: d["time_s"] * 1e3, "GFLOP": lambda d: d["flop"] / 1e9,
            "MB moved": lambda d: d["bytes"] / 1e6}).drop(columns=["time_s", "flop", "bytes"])
-    st.dataframe(table, hide_index=True)
+    st.dataframe(table.style.format(precision=2, thousands=","), hide_index=True)
+    scroll_hint(table)
 
 
 def page() -> None:
+    from planner.app.workload_address import restore_link, write_link  # here: it imports this module
     purpose("Workload: how fast, how big, how costly on each device",
             "One model under one workload on many devices, then one device in detail: parallel layout, engine, "
             "quantization, roofline and memory.")
+    restore_link()
     left, right = st.columns([1, 2])
     with left:
         args = _inputs()
     if args is None:
         return
+    write_link(args)
+    with left:
+        st.caption("The address bar now holds these inputs: copy it to share this estimate"
+                   + (" (an uploaded config.json is not carried: the link opens the default model)."
+                      if args["config_text"] is not None else "."))
     if not args["devices"]:
         with right:
             st.info("Pick at least one device.")
@@ -407,7 +540,6 @@ def page() -> None:
     model = shown(model_of, args["model_key"], args["config_text"])
     if model is None:
         return
-    thr_unit, cost_unit = _unit_names(args["mode"], model.family)
     work_json = json.dumps(args["work"], sort_keys=True)
     layout_json = json.dumps(args["layout"], sort_keys=True) if args["layout"] else None
     results = {}
@@ -415,8 +547,11 @@ def page() -> None:
         for device in args["devices"]:
             results[device] = shown(device_result, hardware_key(), args["model_key"], args["config_text"], device,
                                     args["mode"], work_json, layout_json)
+        tokens = any(r and r["p"] and r["p"].get("tokens_per_s") for r in results.values())
+        thr_unit, cost_unit = _unit_names(args["mode"], model.family, tokens)
         rows = [_row(d, results[d]) for d in args["devices"]]
-        _table(rows, thr_unit, cost_unit)
+        _table(rows, thr_unit, cost_unit, args["mode"])
+        st.caption(price_basis(args["mode"], model.family, args["work"].get("batch")))
         st.caption("Greyed rows cannot run as asked: over the memory of the device (the note gives the shortfall and "
                    "the smallest deployment that fits) or not runnable there (the note says why). Ranges are each "
                    "tier's band (held-out error against measurements).")
@@ -430,4 +565,3 @@ def page() -> None:
                        "used whatever its date; check it, or price it on the Cost page with an override.")
         _chart(rows, thr_unit, cost_unit)
     _detail(args, results)
-

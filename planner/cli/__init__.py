@@ -1,5 +1,5 @@
 """The `planner` command line: one module per subcommand (count, predict and compare, calibrate,
-validate and op, serve, plan, advise, trace, sweep), each a thin function over the library.
+validate and op, serve, plan, tco, advise, trace, sweep), each a thin function over the library.
 
 Human units appear only here. Errors raised on purpose (PlannerError) and argparse's own errors
 print one line and exit 2 (the usage is one `--help` away).
@@ -22,6 +22,7 @@ from planner.cli.plan import add_plan
 from planner.cli.predict import add_compare, add_predict
 from planner.cli.serve import add_serve
 from planner.cli.sweep import add_sweep
+from planner.cli.tco import add_tco
 from planner.cli.trace import add_trace
 from planner.errors import PlannerError, shorten
 
@@ -48,6 +49,7 @@ def parser() -> argparse.ArgumentParser:
     add_op(sub)
     add_serve(sub)
     add_plan(sub)
+    add_tco(sub)
     add_advise(sub)
     add_trace(sub)
     add_sweep(sub)

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from planner.cli import progress
+from planner.units import band_label
 
 
 def add_plan(sub: argparse._SubParsersAction) -> None:
@@ -52,6 +53,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"{r.candidate[:58]:<58} {r.units:>5} {r.devices:>5} {r.usd_per_month:>10,.0f} {r.capex_usd:>10,.0f} "
               f"{r.power_kw:>6.1f} {r.utilization:>5.0%}  {serves}  (price of {dated(r.price_date)})")
         print(f"{'':<15}{r.hand_check}")
+        tiers = sorted({(a["tier"], a["band_fraction"]) for a in plan.assignments
+                        if a["candidate"] == r.candidate and a.get("tier")})
+        if tiers:  # how far each capacity may be off: a cheap candidate on the datasheet tier is a guess
+            print(f"{'':<15}capacity predicted on " + "; ".join(
+                f"tier {t} (band {band_label(f)})" for t, f in tiers))
     for t in plan.training:
         print(f"training {t['job']}: {t['units']} x {t['candidate']} (tp {t['tp']}, dp {t['dp']}), "
               f"{t['days']:.2f} days, ${t['cost_usd']:,.0f}, {t['energy_kwh']:,.0f} kWh")

@@ -9,7 +9,7 @@ import math
 from planner.cli import progress
 from planner.cli.args import deployment_flags, fmt_time, positive_int, precision_of, workload_flags
 from planner.errors import PlannerError
-from planner.units import json_safe, si, usd
+from planner.units import band_label, json_safe, si, usd
 
 
 def add_predict(sub: argparse._SubParsersAction) -> None:
@@ -76,7 +76,9 @@ def _print_prediction(p, example=None, fitting_tp: int | None = None) -> None:
                   + ("calls the function with batch=B" if example.by_argument else "scales dim 0 of its inputs"))
         print(f"inputs         {example.label(batch)}{' per device' if 'micro_batch' in m else ''}{scaled}")
     per_item = f"{example.noun()}/s" if example is not None else "samples/s"
-    print(f"tier           {p.tier}  (band +-{p.band_fraction:.0%})")
+    print(f"tier           {p.tier}  (band {band_label(p.band_fraction)})")
+    if p.band_basis:
+        print(f"band from      {p.band_basis}")
     mem = p.memory
     status = "fits" if p.fits else f"DOES NOT FIT: short by {mem.shortfall_bytes / 1e9:.1f} GB per device"
     print(f"memory/device  {mem.total_bytes / 1e9:.1f} GB of {mem.capacity_bytes / 1e9:.1f} GB usable: {status}")

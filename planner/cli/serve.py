@@ -12,7 +12,7 @@ import json
 from planner.cli import progress
 from planner.cli.args import finite_float, fmt_time, positive_int, precision_flags, precision_of
 from planner.cli.names import DTYPES, PRICINGS
-from planner.units import json_safe
+from planner.units import band_label, json_safe
 
 
 def add_serve(sub: argparse._SubParsersAction) -> None:
@@ -101,7 +101,9 @@ def print_result(r) -> None:
           f"cop{'y' if r.copies == 1 else 'ies'}), engine {r.engine}")
     print(f"scheduler      {r.policy}")
     print(f"load           {r.load}")
-    print(f"tier           {r.tier} (band +-{r.band_fraction:.0%})")
+    print(f"tier           {r.tier} (band {band_label(r.band_fraction)})")
+    if r.band_basis:
+        print(f"band from      {r.band_basis}")
     print(f"{'':<14} {'mean':>10} {'p50':>10} {'p90':>10} {'p99':>10}")
     for name in ("ttft", "tpot", "itl", "e2e"):
         p = getattr(m, f"{name}_s")

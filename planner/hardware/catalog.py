@@ -19,13 +19,14 @@ import datetime
 import functools
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.errors import ConfigError, UnknownNameError, UnsupportedError, shorten
 from planner.files import shipped_specs
 from planner.hardware.cells import CatalogError as CatalogError  # re-exported: callers catch it from here
 from planner.hardware.cells import Row, parse_float, read_rows
+from planner.hardware.costs import CostFact, load_costs
 from planner.units import GB, GIB, MEGA, MIB, TERA
 
 DEFAULT_ROOT = shipped_specs()
@@ -229,6 +230,9 @@ class Catalog:
     """Carbon intensity in kg CO2e per kWh by region ("aws:us-east-1", "world", ...)."""
     aliases: dict[str, str]
     """Normalized device name (id, alias or product name) -> device id."""
+    costs: dict[str, CostFact] = field(default_factory=dict)
+    """Sourced defaults of the renting-versus-owning comparison by SI key (onprem_costs.csv; empty where a
+    hardware_specs folder has no such file)."""
 
     def device(self, name: str) -> Device:
         """Return a device by id, alias or product name (case-insensitive; spaces, _ and - are alike)."""
@@ -310,6 +314,7 @@ def _load(root: Path) -> Catalog:
         power_model=_load_power_model(root / "power_model.csv"),
         carbon_kg_per_kwh=carbon,
         aliases=aliases,
+        costs=load_costs(root / "onprem_costs.csv") if (root / "onprem_costs.csv").exists() else {},
     )
 
 

@@ -22,8 +22,8 @@ from planner.hardware.catalog import DEFAULT_ROOT, Catalog, load_catalog
 from planner.hardware.cells import CatalogError
 
 FILES = ("devices.csv", "instances.csv", "onprem_servers.csv", "sites.csv", "power_model.csv", "carbon.csv",
-         "discounts.csv")
-"""The files load_catalog reads from a hardware_specs folder."""
+         "discounts.csv", "onprem_costs.csv")
+"""The files load_catalog reads from a hardware_specs folder (onprem_costs.csv where the folder has it)."""
 TABLES = {"device": "devices.csv", "instance": "instances.csv", "server": "onprem_servers.csv"}
 """What a user may add, and the file each row joins."""
 MAX_ROWS = 200
@@ -73,6 +73,8 @@ def extend_catalog(devices: Sequence[Mapping[str, str]] = (), instances: Sequenc
     base = Path(root) if root else DEFAULT_ROOT
     with tempfile.TemporaryDirectory(prefix="planner-catalog-") as tmp:
         for name in FILES:
+            if name == "onprem_costs.csv" and not (base / name).exists():
+                continue  # optional: a folder without it loads with no renting-versus-owning defaults
             shutil.copyfile(base / name, Path(tmp) / name)
         first = {kind: _append(Path(tmp) / TABLES[kind], kind, rows) for kind, rows in added.items()}
         try:

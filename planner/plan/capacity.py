@@ -85,6 +85,10 @@ class ServingCapacity:
     kw_per_unit: float | None
     """Average facility power of one unit serving at this capacity, kW: (devices x their average power
     + the rest of the server) x PUE; None when the device has no sourced TDP."""
+    tier: str = ""
+    """The efficiency tier the capacity was predicted on (measured, published, transferred, ...)."""
+    band_fraction: float = 0.0
+    """Relative half-width of its band (Target.band_fraction): the capacity may be off by 1 + f either way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +197,7 @@ def _serving(ctx: Context, model: str, dtype: str, input_len: int, output_len: i
             power_w = m.get("average_power_w_per_gpu")
             kw = (power_w * device_count * pue / 1000) if power_w is not None and power_w == power_w else None
             if best is None or rps > best.rps:
-                best = ServingCapacity(rps, tp, b, m["ttft_s"], m["tpot_s"], kw)
+                best = ServingCapacity(rps, tp, b, m["ttft_s"], m["tpot_s"], kw, p.tier, p.band_fraction)
     known[key] = best
     return best
 
@@ -251,7 +255,8 @@ def _simulated(ctx: Context, workload: ServingWorkload, bucket: Bucket, device_i
         m = run.metrics
         rps = copies * cap.rate_rps
         if best is None or rps > best.rps:
-            best = ServingCapacity(rps, tp, 0, m.ttft_s.get(workload.ttft_stat), m.tpot_s.get(workload.tpot_stat), kw)
+            best = ServingCapacity(rps, tp, 0, m.ttft_s.get(workload.ttft_stat), m.tpot_s.get(workload.tpot_stat), kw,
+                                   run.tier, run.band_fraction)
         if tried == 2:
             break
     return best

@@ -123,7 +123,8 @@ def _extract(m, p: Problem) -> tuple[tuple[PlanRow, ...], tuple[dict, ...], tupl
                 serves.append((f, rps))
                 load += rps / cap.rps
                 assignments.append({"flow": f, "candidate": c, "share": share, "rps": rps, "tp": cap.tp,
-                                    "batch": cap.batch, "capacity_rps": cap.rps, "kw_at_capacity": cap.kw_per_unit})
+                                    "batch": cap.batch, "capacity_rps": cap.rps, "kw_at_capacity": cap.kw_per_unit,
+                                    "tier": cap.tier, "band_fraction": cap.band_fraction})
         trains = tuple(j for j, k in chosen_jobs if p.configs[(j, k)].candidate == c)
         energy = pyo.value(m._energy_by_candidate[c])
         average = energy / horizon_h
@@ -365,7 +366,9 @@ def sensitivity(p: Problem, base_cost: float, base_rows) -> tuple[dict, ...]:
 
 def breakeven(p: Problem, ctx: Context, rows: tuple[PlanRow, ...] = ()) -> tuple[dict, ...]:
     """For each device both rentable (on demand) and buyable here: planner.plan.tco's comparison of one
-    server's worth of devices over the horizon (the same numbers as the app's Cost page). A server the
+    server's worth of devices over the horizon, counting the lines the plan bills (capex, colocation, the
+    site's operations figure, power; not the Cost page's network, support, resale, storage and egress
+    lines, which `planner tco` itemizes). A server the
     plan holds is compared as the plan runs it: at its row's utilization, drawing the row's idle
     power and, at full use, the serving power the plan predicts, so that owning it over the horizon
     costs what its row bills (row $/month x horizon when the horizon is the server's life). A server
@@ -391,8 +394,13 @@ def breakeven(p: Problem, ctx: Context, rows: tuple[PlanRow, ...] = ()) -> tuple
             idle_w = row.idle_kw_per_unit * 1000 / row.pue
             per_unit_w = row.average_kw / row.units * 1000 / row.pue
             power = {"idle_w": idle_w, "load_w": idle_w + (per_unit_w - idle_w) / u}
-        t = compare_tco(server.device_id, p.scenario.candidates.site, best.instance_key, months, u, ctx=ctx,
-                        server=ctx.catalog.server(server.key.split(":", 1)[1].split("@", 1)[0]).id, **power)
+        site = ctx.catalog.site(p.scenario.candidates.site)
+        # the lines the plan's rows bill (capex over the life, colocation, the site's operations figure, power);
+        # the Cost page's and `planner tco`'s other lines (network, support, resale, storage, egress) are left out
+        billed = {"network_fraction": 0.0, "support_fraction_per_year": 0.0, "residual_fraction": 0.0,
+                  "staff_usd_per_server_per_year": site.ops_usd_per_server_per_year or 0.0}
+        t = compare_tco(server.device_id, site.id, best.instance_key, months, u, ctx=ctx,
+                        server=ctx.catalog.server(server.key.split(":", 1)[1].split("@", 1)[0]).id, **power, **billed)
         last = t.table.iloc[-1]
         out.append({"device": server.device_id, "server": server.key, "cloud_instance": best.key,
                     "cloud_price_date": t.cloud_price_date, "capex_date": t.capex_date,

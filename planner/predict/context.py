@@ -16,6 +16,7 @@ from pathlib import Path
 from planner.errors import UnknownNameError
 from planner.hardware.catalog import Catalog, Device, load_catalog
 from planner.hardware.efficiency import DatasheetEfficiency, Defaults, EfficiencyModel, load_defaults
+from planner.hardware.measured_bands import NO_BANDS, MeasuredBands, load_measured_bands
 from planner.predict.energy import PowerModel
 
 ALL_TIERS = None
@@ -37,6 +38,12 @@ class Target:
     """Devices that talk over the fast link of one server (count)."""
     catalog: Catalog
     """Instances, servers, sites and carbon intensities: what pricing and footprint read."""
+    band_fraction: float = 0.0
+    """Relative half-width of the band of every end-to-end time and rate predicted on this target: the wider of
+    its kernels' band (efficiency.band_fraction) and the measured error of its tier on its device family
+    (planner/hardware/measured_bands.py)."""
+    band_basis: str = ""
+    """Where band_fraction comes from (one line)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,9 @@ class Context:
     (tier cross-library, Engine.libraries' second part, for the op categories its third names); False: the
     datasheet tier with the engine's rules
     (benchmarks/dev_validation.py --no-cross-library compares the two)."""
+    bands: MeasuredBands = NO_BANDS
+    """The measured end-to-end error of each tier on each device family (hardware_specs/efficiency/
+    measured_bands.json); NO_BANDS: a prediction keeps its kernels' band."""
     _efficiency: dict = field(default_factory=dict, repr=False)
     _targets: dict = field(default_factory=dict, repr=False)
     _caches: dict = field(default_factory=dict, repr=False)
@@ -90,6 +100,13 @@ class Context:
                                                    DatasheetEfficiency(self.defaults), tiers)
         return self._efficiency[key]
 
+    def _family_device(self, device: Device, eff) -> Device:
+        """The device whose family the band is measured on: a copy of a catalog device (Device.same_chip) that
+        takes that device's own profile is that chip, whatever generation a user named; else itself."""
+        profile = getattr(eff, "profile", None)
+        owner = self.catalog.devices.get(profile.device_id) if profile is not None else None
+        return owner if owner is not None and owner.id != device.id and owner.same_chip(device) else device
+
     def node_size(self, device: Device) -> int:
         """Devices that talk over the fast link of one server: the scale-up domain, or for PCIe cards
         the largest catalog instance or on-prem server holding the device."""
@@ -113,14 +130,16 @@ class Context:
             if gemm_dtype and getattr(getattr(eff, "profile", None), "tier", "") == "published" \
                     and not eff.measures(gemm_dtype):
                 eff = eff.fallback
-            self._targets[key] = Target(dev, eff, self.power, self.defaults, self.node_size(dev), self.catalog)
+            band, basis = self.bands.band(eff.tier, self._family_device(dev, eff), eff.band_fraction)
+            self._targets[key] = Target(dev, eff, self.power, self.defaults, self.node_size(dev), self.catalog,
+                                        band, basis)
         return self._targets[key]
 
 
 def with_catalog(ctx: Context, catalog: Catalog) -> Context:
     """`ctx` over another catalog (the shipped one with a user's own devices added): the same profiles
     and defaults, the power model of the new catalog, and empty caches."""
-    return Context(catalog, ctx.defaults, PowerModel.from_catalog(catalog), ctx.profiles)
+    return Context(catalog, ctx.defaults, PowerModel.from_catalog(catalog), ctx.profiles, bands=ctx.bands)
 
 
 @lru_cache(maxsize=1)
@@ -133,4 +152,8 @@ def default_context() -> Context:
     catalog = load_catalog(root)
     profiles = load_profiles(str(Path(root) / "calibration") if root else None)
     defaults = load_defaults(str(Path(root) / "efficiency" / "defaults.json") if root else None)
-    return Context(catalog, defaults, PowerModel.from_catalog(catalog), profiles)
+    bands_file = Path(root) / "efficiency" / "measured_bands.json" if root else None
+    # a specs folder of its own without measured bands: its predictions keep their kernels' bands
+    bands = NO_BANDS if bands_file is not None and not bands_file.is_file() else \
+        load_measured_bands(str(bands_file) if bands_file else None)
+    return Context(catalog, defaults, PowerModel.from_catalog(catalog), profiles, bands=bands)

@@ -57,6 +57,9 @@ class Prediction:
     power_model: str = ""
     """Which power model drew the energy: measured curve of a device, transferred from one, or datasheet
     fractions (planner/predict/energy.py, PowerModel.source)."""
+    band_basis: str = ""
+    """Where band_fraction comes from: the measured end-to-end error of the tier on the device family, or the
+    kernels' (Target.band_basis)."""
 
     @property
     def fits(self) -> bool:
@@ -74,7 +77,7 @@ class Prediction:
                "precision": describe(self.dtype),
                "engine": self.engine,
                "tp": par.tp, "pp": par.pp, "dp": par.dp, "ep": par.ep, "zero": par.zero, "tier": self.tier,
-               "profile": self.profile, "band_fraction": self.band_fraction,
+               "profile": self.profile, "band_fraction": self.band_fraction, "band_basis": self.band_basis,
                "fits": memory["total_bytes"] <= memory["capacity_bytes"],
                "memory_bytes_per_gpu": memory["total_bytes"], "memory": memory,
                "energy_j": self.energy_j, "power_model": self.power_model,
@@ -187,9 +190,9 @@ def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: s
     if not memory.fits:
         notes.append(f"does not fit: {memory.total_bytes / 1e9:.1f} GB needed per device, "
                      f"{memory.capacity_bytes / 1e9:.1f} GB usable; short by {memory.shortfall_bytes / 1e9:.1f} GB")
-    return Prediction(model.name, device.id, par.devices, mode, dtype, par, eff.tier, eff.band_fraction, memory,
+    return Prediction(model.name, device.id, par.devices, mode, dtype, par, eff.tier, target.band_fraction, memory,
                       energy_j, basis, metrics, (f"devices.csv:{device.id} ({device.date})",), tuple(notes), engine,
-                      _profile_name(eff), target.power.source(device).label)
+                      _profile_name(eff), target.power.source(device).label, target.band_basis)
 
 
 def _profile_name(eff) -> str | None:

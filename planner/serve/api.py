@@ -63,7 +63,10 @@ class Load:
     cv: float = 1.0
     """Coefficient of variation of the gaps between arrivals (gamma)."""
     lengths: str | None = None
-    """A length preset (hardware_specs/serving/lengths.csv); None: the request's fixed lengths."""
+    """A length preset (hardware_specs/serving/lengths.csv); None: the request's fixed lengths (or `mix`)."""
+    mix: tuple[tuple[int, int, float], ...] | None = None
+    """A length mix: (input tokens, output tokens, share of the requests) of each bucket, the shares adding up to
+    1 (planner.serve.load.mix_lengths); None: the request's fixed lengths (or `lengths`)."""
     think_s: float = 0.0
     """Closed loop: a client's pause between a completion and its next request, s."""
     seed: int = DEFAULT_SEED
@@ -143,13 +146,16 @@ class ServeResult:
     """Whether the offered rate is above `saturation_rps` (the queue grows without bound); None when unknown."""
     warnings: tuple[str, ...] = ()
     """What makes the figures less than a steady state: an overload, a run that did not settle."""
+    band_basis: str = ""
+    """Where band_fraction comes from (Target.band_basis, one line)."""
 
     def as_dict(self) -> dict:
         """Flat JSON-ready dict: the latencies as ttft_s (mean), ttft_p50_s, ... with SI units."""
         m = self.metrics
         out = {"model": self.model, "device": self.device, "engine": self.engine, "gpus": self.gpus, "tp": self.tp,
                "copies": self.copies, "policy": self.policy, "load": self.load, "tier": self.tier,
-               "band_fraction": self.band_fraction, "kv_blocks_per_copy": self.kv_blocks_per_copy,
+               "band_fraction": self.band_fraction, "band_basis": self.band_basis,
+               "kv_blocks_per_copy": self.kv_blocks_per_copy,
                "kv_block_tokens": self.kv_block_tokens, "requests": m.requests, "completed": m.completed,
                "rejected": m.rejected, "duration_s": m.duration_s}
         for name in ("ttft", "tpot", "itl", "e2e"):
@@ -195,9 +201,14 @@ def _arrivals(req: Request, load: Load, model: Model) -> tuple[loads.Arrivals, s
     n = load.requests
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SIM_REQUESTS:
         raise ConfigError(f"--requests must be a whole number in [1, {MAX_SIM_REQUESTS:,}], got {n!r}")
+    if load.lengths and load.mix is not None:
+        raise ConfigError("a load takes a length preset (--lengths) or a length mix, not both")
     if load.lengths:
         lengths = loads.preset_lengths(load.lengths)
         what = f"lengths {load.lengths}"
+    elif load.mix is not None:
+        lengths = _mix(load.mix, req, model)
+        what = "length mix " + ", ".join(f"{i:,} + {o:,} tokens x {share:.0%}" for i, o, share in lengths.buckets)
     else:
         prompt = prompt_len(model, req.input_len, req.output_len, req.dtype)
         lengths = loads.fixed_lengths(prompt, req.output_len)
@@ -218,10 +229,23 @@ def _arrivals(req: Request, load: Load, model: Model) -> tuple[loads.Arrivals, s
     return _client_lengths(arrivals, load), f"{load.rate_rps:g} requests/s{bursty}, {n:,} requests, {what}"
 
 
+def _mix(mix, req: Request, model: Model) -> loads.Lengths:
+    """The Lengths of a load's mix, each bucket's prompt as the fixed path has it (prompt_len: within the model's
+    positions and the context limit); ConfigError names the row (from 1)."""
+    lengths = loads.mix_lengths(mix)
+    buckets = []
+    for k, (i, o, share) in enumerate(lengths.buckets, 1):
+        try:
+            buckets.append((prompt_len(model, i, o, req.dtype), o, share))
+        except ConfigError as exc:
+            raise ConfigError(f"length mix row {k}: {exc}") from None
+    return loads.mix_lengths(buckets)
+
+
 def _client_lengths(arrivals: loads.Arrivals, load: Load) -> loads.Arrivals:
-    """`arrivals` with the stated fixed lengths spread as the load's client spreads them (a length preset, or no
-    client, keeps them); drawn from their own generator, so the arrival times stay those of the seed."""
-    if load.client is None or load.lengths:
+    """`arrivals` with the stated fixed lengths spread as the load's client spreads them (a length preset or a mix,
+    or no client, keeps them); drawn from their own generator, so the arrival times stay those of the seed."""
+    if load.client is None or load.lengths or load.mix is not None:
         return arrivals
     client = get_client(load.client)
     rng = np.random.default_rng([load.seed, 1])
@@ -300,9 +324,9 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
         client = get_client(load.client)
         if load.range_ratio is not None and not 0 <= finite(load.range_ratio, "--range-ratio") <= 1:
             raise ConfigError(f"--range-ratio must be in [0, 1], got {load.range_ratio!r}")
-        if load.range_ratio is not None and (load.lengths or load.trace is not None):
-            raise ConfigError("--range-ratio spreads fixed --input-len/--output-len; a --lengths preset or a --trace "
-                              "has lengths of its own")
+        if load.range_ratio is not None and (load.lengths or load.mix is not None or load.trace is not None):
+            raise ConfigError("--range-ratio spreads fixed --input-len/--output-len; a --lengths preset, a length "
+                              "mix or a --trace has lengths of its own")
         count = client.requests(load.concurrency)
         if load.requests is None and load.trace is None and count is not None:
             if count > MAX_SIM_REQUESTS:
@@ -385,10 +409,10 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
             warnings = [w for w in warnings if not w.startswith("not steady")]
     eff = steps.target.efficiency
     return ServeResult(model.name, device.id, engine, gpus, par.tp, copies, describe(policy), kv_blocks,
-                       policy.block_tokens, what, metrics, eff.tier, eff.band_fraction, power, per_token, usd_h,
+                       policy.block_tokens, what, metrics, eff.tier, steps.target.band_fraction, power, per_token, usd_h,
                        usd_m, tuple(notes), price_date, saturation_rps if open_rate else None,
                        None if load.trace is not None else state.settled, overloaded if open_rate else None,
-                       tuple(warnings))
+                       tuple(warnings), steps.target.band_basis)
 
 
 def _one_run(req: Request, load: Load, ctx: Context, model: Model, device, engine: str, policy: Policy, fraction,

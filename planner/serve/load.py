@@ -1,7 +1,8 @@
 """The load a serving simulator runs under: requests as (arrival time, input tokens, output tokens).
 
 Open-loop arrivals come from a Poisson or a gamma renewal process (gaps of a chosen coefficient of
-variation: 1 is Poisson, above 1 bursty), lengths fixed or drawn from a preset of lengths.csv. A recorded
+variation: 1 is Poisson, above 1 bursty), lengths fixed, drawn from a preset of lengths.csv, or a mix of
+fixed-length buckets (request k is bucket i with probability share_i). A recorded
 trace (CSV or JSON lines, the Azure LLM inference trace included) is read as data only.
 """
 
@@ -27,6 +28,8 @@ MAX_LEN_TOKENS = min(2**20, LIMITS["context_len"] // 2)  # longest input or outp
 MIN_RATE_RPS, MAX_RATE_RPS = 1e-9, 1e6  # request rates accepted, in requests per s
 MIN_CV, MAX_CV = 1e-3, 100.0  # coefficients of variation of the gaps (below 1e-3 the gamma shape passes 1e6)
 MAX_PARTS = 100_000  # most replicas split_round_robin spreads over
+MAX_MIX_BUCKETS = 64  # most buckets in a length mix
+SHARE_TOLERANCE = 1e-6  # how far a mix's shares may add up from 1 (as a plan scenario's buckets)
 COLUMNS = ("name", *(f"{s}_{c}" for s in ("input", "output") for c in ("dist", "mean", "std", "min", "max")),
            "source", "date", "notes")
 ARRIVAL_KEYS = ("arrival_s", "timestamp_s", "TIMESTAMP")  # seconds, or (Azure trace) a date and time
@@ -83,7 +86,8 @@ class LengthDist:
     """How the input or the output length of a request is drawn."""
 
     dist: str
-    """"lognormal", or "fixed" (every request `mean_tokens`)."""
+    """"lognormal", "fixed" (every request `mean_tokens`), or "mix" (one side of a length mix: its share-weighted
+    mean and standard deviation, its shortest and longest bucket; drawn only jointly, by Lengths.sample)."""
     mean_tokens: float
     """Mean length in tokens, before rounding and clipping."""
     std_tokens: float
@@ -95,6 +99,9 @@ class LengthDist:
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """`n` lengths in tokens (int64): lognormal of `mean_tokens` and `std_tokens`, rounded and clipped."""
+        if self.dist == "mix":
+            raise ConfigError("one side of a length mix is not drawn alone: Lengths.sample draws input and output "
+                              "together")
         if self.dist == "fixed" or self.std_tokens == 0:
             return np.full(n, int(round(self.mean_tokens)), dtype=np.int64)
         sigma2 = math.log1p((self.std_tokens / self.mean_tokens) ** 2)  # sigma^2 = ln(1 + std^2 / mean^2)
@@ -105,26 +112,37 @@ class LengthDist:
 
 @dataclass(frozen=True, slots=True)
 class Lengths:
-    """How request lengths are drawn: fixed, or a preset row of hardware_specs/serving/lengths.csv."""
+    """How request lengths are drawn: fixed, a preset row of hardware_specs/serving/lengths.csv, or a mix of
+    fixed-length buckets (mix_lengths)."""
 
     name: str
-    """"fixed" or the preset's name."""
+    """"fixed", "mix" or the preset's name."""
     input_len: int | None
-    """The input tokens of every request when fixed; None for a preset."""
+    """The input tokens of every request when fixed; None for a preset or a mix."""
     output_len: int | None
-    """The output tokens of every request when fixed; None for a preset."""
+    """The output tokens of every request when fixed; None for a preset or a mix."""
     input: LengthDist
     """How input lengths are drawn (in tokens)."""
     output: LengthDist
     """How output lengths are drawn (in tokens)."""
     source: str = "given"
-    """Where a preset's numbers come from; "given" for fixed lengths."""
+    """Where a preset's numbers come from; "given" for fixed lengths and for a mix."""
+    buckets: tuple[tuple[int, int, float], ...] = ()
+    """A mix's buckets: (input tokens, output tokens, share of the requests), the shares adding up to 1; () when
+    not a mix."""
 
     def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """(input tokens, output tokens) of `n` requests as int64 arrays; all inputs are drawn from `rng` first."""
+        """(input tokens, output tokens) of `n` requests as int64 arrays. Fixed or a preset: all inputs are drawn
+        from `rng` first, then the outputs. A mix: request k is bucket i with probability share_i (one draw of
+        `rng` per request, numpy's Generator.choice), its input and output that bucket's."""
         n = _arg(n, "n", 1, MAX_REQUESTS, whole=True)
         if not isinstance(rng, np.random.Generator):
             raise ConfigError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        if self.buckets:
+            shares = np.array([b[2] for b in self.buckets])
+            pick = rng.choice(len(self.buckets), size=n, p=shares / shares.sum())  # the sum is 1 within 1e-6
+            table = np.array([b[:2] for b in self.buckets], dtype=np.int64)
+            return table[pick, 0], table[pick, 1]
         return self.input.sample(n, rng), self.output.sample(n, rng)
 
 
@@ -133,6 +151,40 @@ def fixed_lengths(input_len: int, output_len: int) -> Lengths:
     i = _arg(input_len, "input_len", 1, MAX_LEN_TOKENS, whole=True)
     o = _arg(output_len, "output_len", 1, MAX_LEN_TOKENS, whole=True)
     return Lengths("fixed", i, o, LengthDist("fixed", float(i), 0.0, i, i), LengthDist("fixed", float(o), 0.0, o, o))
+
+
+def mix_lengths(buckets) -> Lengths:
+    """Lengths drawn from `buckets`, a sequence of (input tokens, output tokens, share of the requests): whole
+    tokens in [1, MAX_LEN_TOKENS], shares in (0, 1] adding up to 1 (within SHARE_TOLERANCE). ConfigError, one
+    line naming the row (from 1), for a bad row."""
+    if isinstance(buckets, (str, bytes)) or not isinstance(buckets, (tuple, list)) \
+            or not 1 <= len(buckets) <= MAX_MIX_BUCKETS:
+        raise ConfigError(f"a length mix needs 1 to {MAX_MIX_BUCKETS} rows of (input tokens, output tokens, share), "
+                          f"got {shorten(repr(buckets), 60)}")
+    rows = []
+    for k, row in enumerate(buckets, 1):
+        where = f"length mix row {k}"
+        if isinstance(row, (str, bytes)) or not isinstance(row, (tuple, list)) or len(row) != 3:
+            raise ConfigError(f"{where}: needs (input tokens, output tokens, share), got {shorten(repr(row), 60)}")
+        i = _arg(row[0], f"{where}: input tokens", 1, MAX_LEN_TOKENS, whole=True)
+        o = _arg(row[1], f"{where}: output tokens", 1, MAX_LEN_TOKENS, whole=True)
+        share = _arg(row[2], f"{where}: share", 0.0, 1.0, unit=" (a fraction of the requests)")
+        if share == 0:
+            raise ConfigError(f"{where}: share must be above 0 (a fraction of the requests); delete the row instead")
+        rows.append((i, o, share))
+    total = math.fsum(r[2] for r in rows)
+    if abs(total - 1) > SHARE_TOLERANCE:
+        raise ConfigError(f"length mix: shares add up to {total:g}, not 1")
+    inputs, outputs = _mix_side([(r[0], r[2]) for r in rows]), _mix_side([(r[1], r[2]) for r in rows])
+    return Lengths("mix", None, None, inputs, outputs, buckets=tuple(rows))
+
+
+def _mix_side(pairs: list[tuple[int, float]]) -> LengthDist:
+    """One side of a mix as a LengthDist "mix": mean = sum share_i x_i, std = sqrt(sum share_i (x_i - mean)^2)
+    tokens, min and max of the x_i."""
+    mean = math.fsum(share * x for x, share in pairs)
+    std = math.sqrt(math.fsum(share * (x - mean) ** 2 for x, share in pairs))
+    return LengthDist("mix", mean, std, min(x for x, _ in pairs), max(x for x, _ in pairs))
 
 
 def presets(root: str | Path | None = None) -> dict[str, Lengths]:
@@ -194,7 +246,8 @@ def gamma(rate_rps: float, cv: float, n: int, lengths: Lengths, seed: int = 0) -
     cv = _arg(cv, "cv", MIN_CV, MAX_CV, unit=" (standard deviation / mean of the gaps)")
     n, seed = _arg(n, "n", 1, MAX_REQUESTS, whole=True), _arg(seed, "seed", 0, 2**64 - 1, whole=True)
     if not isinstance(lengths, Lengths):
-        raise ConfigError(f"lengths must be a Lengths (fixed_lengths or preset_lengths), got {type(lengths).__name__}")
+        raise ConfigError("lengths must be a Lengths (fixed_lengths, preset_lengths or mix_lengths), got "
+                          f"{type(lengths).__name__}")
     rng, shape = np.random.default_rng(seed), 1.0 / cv**2  # numpy draws shape-1 gamma as exponential
     return Arrivals(np.cumsum(rng.gamma(shape, 1.0 / (rate * shape), n)), *lengths.sample(n, rng))
 

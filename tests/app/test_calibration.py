@@ -23,3 +23,19 @@ def test_calibration_page_lists_profiles_and_validation(app):
     for column in shown.columns:
         if shown[column].dtype.kind == "f":
             assert "(" in column, column  # every number names its unit
+
+
+def test_calibration_page_shows_the_band_of_each_tier_and_family(app):
+    """Issue 43 item 5: the bands the app shows come from the measured error of each tier on each family."""
+    import math
+
+    from planner.predict.context import default_context
+
+    app.sidebar.radio(key="page").set_value("Calibration and accuracy").run()
+    bands = table(app, "device family")
+    shipped = default_context().bands
+    assert len(bands) == len(shipped.groups)
+    amd = bands[(bands["tier"] == "datasheet") & (bands["device family"] == "amd cdna3")].iloc[0]
+    group = next(g for g in shipped.groups if g.tier == "datasheet" and g.family == "amd cdna3")
+    assert amd["p90 error (x)"] == round(math.exp(group.p90_abs_ln), 2)
+    assert amd["band (either way)"] == f"×{math.exp(group.p90_abs_ln):.2f} either way"

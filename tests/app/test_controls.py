@@ -100,6 +100,8 @@ def _sweep(at, page: str, depth: int = 0, seen: frozenset = frozenset()) -> int:
             original = ("index", w.index) if kind == "selectbox" else w.value
         except ValueError:  # a select box with no choice made (AppTest cannot index None)
             continue
+        except KeyError:  # a control another choice hid (fixed lengths under a preset): no longer drawn
+            continue
         if original == ("index", None):
             continue
         for value in _values(kind, w):

@@ -30,7 +30,7 @@ def _no_error(app):
 
 
 def test_cost_page_break_even_moves_with_utilization(app):
-    _cost(app, cost_device="h100-sxm")
+    _cost(app, cost_device="h100-sxm", cost_instance=P5)
     before = metrics(app)["Break-even"]
     app.slider(key="cost_utilization").set_value(30).run()
     after = metrics(app)["Break-even"]
@@ -158,7 +158,7 @@ def test_every_control_has_help_and_a_unit_and_the_chart_marks_the_break_even(ap
     controls = [*app.selectbox, *app.slider, *app.number_input, *app.radio]
     assert all(w.help for w in controls if w.key != "page"), [w.label for w in controls if not w.help]
     quantities = [w.label for w in (*app.slider, *app.number_input)]
-    assert all(re.search(r"\((\$|%|months)", label) for label in quantities), quantities  # the unit first
+    assert all(re.search(r"\((\$|%|months|TB|GB)", label) for label in quantities), quantities  # the unit first
     [spec] = chart_specs(app)
     assert "Month from purchase" in spec and "Cumulative cost (USD)" in spec and '"type": "rule"' in spec
     # the rule's label, in the chart's data: the month the Break-even metric shows
@@ -183,3 +183,60 @@ def test_the_totals_over_the_term_are_printed_and_are_the_table_s_last_month(app
     assert shown["Owning over 36 months"] == f"${onprem:,.0f}"
     side = "owning" if onprem < cloud else "renting"
     assert shown["Cheaper over the term"] == f"{side}, by ${abs(cloud - onprem):,.0f}"
+
+
+
+def test_the_term_s_bill_is_itemized_with_sources_and_adds_up(app):
+    """Issue 43 item 7: each cloud and on-prem line over the term, formatted money, its source, a caption
+    with the scroll hint; each side's lines add up to the totals shown above."""
+    from planner.plan.tco import compare_tco
+    from tests.app.conftest import table
+
+    _cost(app, cost_device="h100-sxm", cost_server="dgx-h100", cost_site="us-virginia-colo", cost_instance=P5)
+    app.slider(key="cost_months").set_value(36).run()
+    _no_error(app)
+    frame = table(app, "source")
+    money = "USD over 36 months"
+    assert list(frame.columns) == ["side", "line", money, "source"]
+    assert all(re.fullmatch(r"-?\$\d{1,3}(,\d{3})*", v) for v in frame[money]), list(frame[money])
+    items = " ".join(frame["line"])
+    for item in ("compute", "storage", "egress", "network fabric", "power", "colocation", "staff", "support contract",
+                 "residual value"):
+        assert item in items, item
+    r = compare_tco("h100-sxm", "us-virginia-colo", P5, 36, 0.8, server="dgx-h100")
+    assert list(frame[money]) == [(f"-${-x.usd:,.0f}" if x.usd < 0 else f"${x.usd:,.0f}") for x in r.lines]
+    staff = frame[frame["line"].str.startswith("staff")]["source"].iloc[0]
+    assert "Hedgehog" in staff and "2026-05" in staff
+    assert "scroll the table sideways" in _text(app.caption) and "line by line" in _text(app.caption)
+
+
+def test_a_line_overridden_or_excluded_changes_the_bill(app):
+    from tests.app.conftest import table
+
+    _cost(app, cost_device="h100-sxm", cost_server="dgx-h100", cost_site="us-virginia-colo", cost_instance=P5)
+    before = metrics(app)["Owning over 36 months"]
+    app.number_input(key="cost_network").set_value(0.0).run()
+    _no_error(app)
+    frame = table(app, "source")
+    network = frame[frame["line"].str.startswith("network")]
+    assert network["USD over 36 months"].iloc[0] == "$0" and network["source"].iloc[0] == "excluded (0)"
+    assert metrics(app)["Owning over 36 months"] != before
+    # 100 TB kept: the cloud's storage line is 100 x $23 x 36 = $82,800
+    app.number_input(key="cost_storage_tb").set_value(100.0).run()
+    frame = table(app, "source")
+    assert frame[(frame.side == "cloud") & (frame["line"] == "storage")]["USD over 36 months"].iloc[0] == "$82,800"
+    app.number_input(key="cost_staff").set_value(12_000.0).run()
+    frame = table(app, "source")
+    staff = frame[frame["line"].str.startswith("staff")]
+    assert staff["USD over 36 months"].iloc[0] == "$36,000" and staff["source"].iloc[0] == "your override"
+
+
+def test_every_other_line_at_its_extremes(app):
+    from planner.app.cost import LINES
+    _cost(app, cost_device="h100-sxm", cost_server="dgx-h100")
+    for key, *_ in LINES:
+        widget = app.number_input(key=key)
+        assert widget.help and widget.value is None  # empty: the sourced default
+        for value in (widget.max, 0.0, None):
+            app.number_input(key=key).set_value(value).run()
+            _no_error(app)

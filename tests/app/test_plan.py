@@ -173,7 +173,7 @@ def test_the_pareto_chart_holds_no_dominated_point_and_the_plans_own_totals(app,
 
 
 UNITLESS = {"candidate", "kind", "device", "server", "workload", "job", "trains", "mix", "plan", "cloud instance",
-            "price date", "capex date", "cloud price date", "units", "GPUs"}
+            "price date", "capex date", "cloud price date", "units", "GPUs", "tier"}
 """Headers that name a thing, a date, or a count (of units, of GPUs): the only ones without a unit."""
 
 

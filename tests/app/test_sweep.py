@@ -1,7 +1,10 @@
 """The app's Sweep page (planner/app/sweep.py) through streamlit.testing."""
 
 import pandas as pd
+import pyarrow as pa
+import pytest
 
+from planner.app.sweep import FORM_DEFAULTS, MAX_FORM_POINTS, form_grid
 from tests.app.conftest import metrics
 
 
@@ -42,3 +45,94 @@ def test_sweep_page_with_no_file_in_its_data_folder_says_so(app, tmp_path, monke
     monkeypatch.setenv("PLANNER_APP_DATA", str(tmp_path))
     _data_folder_page(app)
     assert not app.error and any(f"No sweep file (.parquet) in {tmp_path}" in i.value for i in app.info)
+
+
+def _define(app):
+    app.sidebar.radio(key="page").set_value("Sweep").run()
+    app.radio(key="sweep_source").set_value("Define a grid").run()
+    assert not app.exception and not app.error, (app.exception, app.error)
+    return app
+
+
+def test_a_grid_defined_in_the_page_is_counted_run_and_shown_with_its_front(app, tmp_path):
+    import yaml
+
+    from planner.sweep.grid import load_grid
+    from planner.sweep.run import run_sweep
+    from planner.sweep.summary import read_sweep
+    _define(app)
+    [count] = [c.value for c in app.caption if " before the constraints" in c.value]
+    points = int(count.split()[0].replace(",", ""))
+    assert 0 < points <= MAX_FORM_POINTS and not app.dataframe  # counted before anything runs
+    app.button(key="sg_run").click().run()
+    assert not app.exception and not app.error
+    shown = metrics(app)
+    assert int(shown["Pareto-optimal"].replace(",", "")) > 0 and len(app.dataframe) == 2
+    assert [b.proto.label for b in app.get("download_button")] == ["Grid as YAML", "Result as Parquet",
+                                                                   "Result as CSV"]
+    # the grid as YAML is the form's grid, and `planner sweep` on it writes the rows the page shows
+    kept = app.session_state["sg_result"]
+    text = kept["yaml"]
+    assert yaml.safe_load(text) == form_grid({k: app.session_state[k] for k in FORM_DEFAULTS})
+    (tmp_path / "grid.yaml").write_text(text)
+    cli = read_sweep(str(run_sweep(load_grid(str(tmp_path / "grid.yaml")), tmp_path / "sweep.parquet").out))
+    page = read_sweep(kept["parquet"])
+    assert len(page) == len(cli) and page["id"].tolist() == cli["id"].tolist()
+    assert page["usd_per_unit"].round(12).tolist() == cli["usd_per_unit"].round(12).tolist()
+    # a change to the form hides the old result until it is run again
+    app.text_input(key="sg_batch").set_value("1, 16").run()
+    assert not app.dataframe and any("run it again" in i.value for i in app.info)
+
+
+def test_the_grid_tables_are_formatted_and_say_idle_gpus_in_the_pages_words(app):
+    _define(app)
+    app.multiselect(key="sg_devices").set_value(["h100-sxm"]).run()
+    app.text_input(key="sg_gpus").set_value("4").run()
+    app.text_input(key="sg_tp").set_value("4").run()
+    app.text_input(key="sg_batch").set_value("8").run()
+    app.button(key="sg_run").click().run()
+    assert not app.exception and not app.error
+    frame = app.dataframe[0].value
+    assert "latency (s)" in frame.columns and "$ per 1M output tokens" in frame.columns
+    assert "the other 4 GPUs of the instance sit idle but are paid for" in frame["price note"].iloc[0]
+    shown = pa.ipc.open_stream(app.dataframe[0].proto.arrow_data.styler.display_values).read_pandas()
+    for column in ("$ per 1M output tokens", "latency (s)", "throughput (output tokens/s)"):
+        text = shown[column].iloc[0]  # as the browser shows it: three significant digits, no exponent
+        assert "e" not in text and len(text.replace(",", "").replace(".", "").lstrip("0")) >= 3, text
+    assert any("scroll the table sideways" in c.value for c in app.caption)
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("sg_batch", "1, x", "Batch sizes: 'x' is not a whole number from 1 to 4,096"),
+    ("sg_gpus", "1, 1", "GPU counts: 1 is listed twice"),
+    ("sg_tp", "", "TP sizes: give at least one whole number"),
+    ("sg_models", [], "Models: pick at least one"),
+    ("sg_input_len", "0", "Input tokens: '0' is not a whole number from 1 to 131,072"),
+])
+def test_a_bad_grid_is_one_line_naming_the_field(app, key, value, words):
+    _define(app)
+    widget = app.multiselect(key=key) if isinstance(value, list) else app.text_input(key=key)
+    widget.set_value(value).run()
+    assert not app.exception
+    [error] = [e.value for e in app.error]
+    assert error.startswith(words) and "\n" not in error and "Traceback" not in error
+    assert not any(b.key == "sg_run" for b in app.button)  # nothing to run
+
+
+def test_a_grid_over_the_cap_is_counted_and_not_run(app):
+    _define(app)
+    app.text_input(key="sg_batch").set_value("1, 2, 4, 8, 16, 32, 64, 128, 256, 512").run()
+    app.multiselect(key="sg_dtypes").set_value(["bf16", "fp16", "fp8"]).run()
+    assert not app.exception and not app.error
+    [count] = [c.value for c in app.caption if " before the constraints" in c.value]
+    assert int(count.split()[0].replace(",", "")) > MAX_FORM_POINTS and "over the" in count
+    assert app.button(key="sg_run").disabled and any("at most" in w.value for w in app.warning)
+
+
+def test_a_library_error_on_the_grid_names_the_form_field():
+    from planner.app.sweep import checked_grid
+    from planner.errors import ConfigError
+    grid = form_grid(dict(FORM_DEFAULTS))
+    grid["axes"]["device"] = ["h100-sxm", "no-such-gpu"]
+    with pytest.raises(ConfigError, match=r"^Devices \(axis device\): unknown device 'no-such-gpu'"):
+        checked_grid(grid)

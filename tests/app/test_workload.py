@@ -2,9 +2,12 @@
 
 import json
 
+from streamlit.testing.v1 import AppTest
+
 from planner.predict import Request
+from planner.predict.api import predict
 from planner.predict.search import smallest_fit
-from tests.app.conftest import chart_specs, metrics, table
+from tests.app.conftest import APP, chart_specs, metrics, table
 
 
 def test_workload_page_predicts_and_reacts_to_the_batch(app):
@@ -79,3 +82,92 @@ def test_training_70b_finds_a_layout_that_fits(app):
                        "mixed_precision": "auto", "dtype": "bf16"})
     found = smallest_fit(Request("llama-3.1-70b", "h100-sxm", "training", **json.loads(work)))
     assert row["deployment"].startswith(f"{found.request.gpus} GPUs: tp {found.request.tp} \u00d7 pp {found.request.pp}")
+
+
+def test_the_train_preset_shows_step_time_and_the_training_runs_cost_with_its_band_and_energy(app):
+    from planner.app.workload import DEFAULTS
+    app.sidebar.radio(key="page").set_value("Start").run()
+    app.button(key="start_train").click().run()
+    assert not app.exception and not app.error
+    frame = table(app, "deployment")
+    assert "step time (ms)" in frame.columns and "step time range (ms)" in frame.columns
+    assert not any(c.startswith("latency") for c in frame.columns)  # a step is not a request's latency
+    assert {"time to train (h)", "run cost ($)", "run cost range ($)", "run energy (kWh)"} <= set(frame.columns)
+    shown = {m.label: m for m in app.metric}
+    assert shown["training run cost"].value.startswith("$") and "–" in shown["training run cost"].proto.delta
+    assert shown["training run energy"].value.endswith(("kWh", "MWh")) and "time to train" in shown
+    # the run's cost is the library's: steps x step time x $/h of the deployment, for the tokens asked for
+    row = frame.iloc[0]
+    tokens = DEFAULTS["wl_train_btokens"] * 1e9
+    p = predict(Request("llama-3.1-8b", row["device"], "training", gpus=64, seq_len=8192, micro_batch=1, zero=1,
+                        recompute="full", engine="megatron", train_tokens=tokens)).as_dict()
+    assert abs(row["run cost ($)"] - p["cost_to_train_usd"]) < 1e-6 * p["cost_to_train_usd"]
+    assert abs(row["time to train (h)"] - p["time_to_train_s"] / 3600) < 1e-6 * row["time to train (h)"]
+    low, high = (float(v.replace(",", "")) for v in row["run cost range ($)"].split("\u2013"))
+    assert low < row["run cost ($)"] < high
+    # no run total without its tokens
+    app.number_input(key="wl_train_btokens").set_value(0.0).run()
+    assert not app.exception and "training run cost" not in metrics(app)
+    assert "run cost ($)" not in table(app, "deployment").columns
+
+
+def test_training_a_model_without_sequences_counts_samples_per_million(app):
+    # resnet50 trains on images: its throughput is samples/s and its cost per 1M of them (summary_row's $/h over
+    # units per hour x 1e6), not per 1k as the header once said
+    app.selectbox(key="model").set_value("resnet50").run()
+    app.radio(key="mode").set_value("training").run()
+    app.multiselect(key="devices").set_value(["h100-sxm"]).run()
+    assert not app.exception and not app.error
+    frame = table(app, "deployment")
+    assert "throughput (samples/s)" in frame.columns and "$ per 1M samples" in frame.columns
+
+
+def test_the_price_per_million_tokens_says_what_it_assumes_and_points_to_the_serving_page(app):
+    said = [c.value for c in app.caption if c.value.startswith("$ per 1M output tokens here")]
+    assert len(said) == 1 and "fixed batch of 8 requests" in said[0] and "every slot busy" in said[0]
+    assert "prefill and decode" in said[0] and "Serving page" in said[0]
+    [metric] = [m for m in app.metric if m.label == "$ per 1M output tokens"]
+    assert metric.value.startswith("$") and "Serving page" in metric.proto.help
+
+
+def test_the_inputs_go_into_the_link_and_a_link_restores_them(app):
+    app.selectbox(key="model").set_value("mistral-7b").run()
+    app.number_input(key="batch").set_value(32).run()
+    app.multiselect(key="devices").set_value(["h100-sxm", "l4"]).run()
+    link = dict(app.query_params)
+    assert link["page"] == "Workload" and link["model"] == "mistral-7b" and link["batch"] == "32"
+    assert link["devices"] == "h100-sxm,l4" and "gpus" not in link  # the smallest that fits: no layout
+    opened = AppTest.from_file(APP, default_timeout=300)
+    opened.query_params.update(link)
+    opened.run()
+    assert not opened.exception and not opened.warning
+    assert opened.sidebar.radio(key="page").value == "Workload"
+    assert opened.selectbox(key="model").value == "mistral-7b" and opened.number_input(key="batch").value == 32
+    assert opened.multiselect(key="devices").value == ["h100-sxm", "l4"]
+    assert table(opened, "device")["device"].tolist() == ["h100-sxm", "l4"]
+
+
+def test_a_link_with_bad_values_ignores_them_with_one_warning():
+    opened = AppTest.from_file(APP, default_timeout=300)
+    opened.query_params.update({"page": "Workload", "batch": "lots", "devices": "h100-sxm,nope", "mode": "training",
+                                "gpus": "-3", "deploy": "set", "tp": "2"})
+    opened.run()
+    assert not opened.exception and not opened.error
+    [warning] = [w.value for w in opened.warning if w.value.startswith("Ignored from the link")]
+    assert "batch=lots" in warning and "devices=h100-sxm,nope" in warning and "gpus=-3" in warning
+    assert "\n" not in warning
+    assert opened.radio(key="mode").value == "training" and opened.number_input(key="wl_tp").value == 2
+    assert opened.number_input(key="wl_gpus").value == 8  # the first value kept
+
+
+def test_a_half_used_instance_is_said_to_pay_for_its_idle_gpus(app):
+    app.radio(key="wl_deploy").set_value("Set GPUs and layout").run()
+    app.number_input(key="wl_gpus").set_value(4).run()
+    app.number_input(key="wl_tp").set_value(4).run()
+    app.multiselect(key="devices").set_value(["h100-sxm"]).run()
+    assert not app.exception and not app.error
+    note = table(app, "note").iloc[0]["note"]
+    assert "the other 4 GPUs of the instance sit idle but are paid for" in note
+    assert "--dp" not in note and "planner compare" not in note
+    said = "\n".join(m.value for m in app.markdown)
+    assert "the other 4 GPUs of the instance sit idle but are paid for" in said and "(--" not in said

@@ -15,7 +15,7 @@ REQUIRED_IDS = (
     "tpu-v5e", "tpu-v5p", "tpu-v6e", "trn2", "inf2", "xeon-8480", "epyc-9654",
 )
 FILES = {"devices.csv", "instances.csv", "discounts.csv", "onprem_servers.csv", "sites.csv", "carbon.csv",
-         "power_model.csv"}
+         "power_model.csv", "onprem_costs.csv"}
 
 
 @pytest.fixture(scope="module")
