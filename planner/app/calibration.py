@@ -10,7 +10,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from planner.app.common import ROOT, band_text, context, purpose
+from planner.app.common import ROOT, band_text, context, purpose, table
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -89,7 +89,7 @@ def _bands() -> None:
                "on that tier and device family landed from the published measurements above (in sample), or the "
                "kernels' own error where that is wider. A family with too few results takes its tier's figure over "
                "every family. `benchmarks/measured_bands.py` derives the table from the run above.")
-    st.dataframe(frame, hide_index=True)
+    table(frame)
 
 
 def page() -> None:
@@ -103,7 +103,7 @@ def page() -> None:
     if profiles.empty:
         st.info("No calibration profile yet: run `planner calibrate`.")
     else:
-        st.dataframe(profiles, hide_index=True)
+        table(profiles)
     report = dev_validation()
     if report is not None:
         overall = report["summary"]["overall"]["all"]
@@ -115,8 +115,8 @@ def page() -> None:
                    f"measurement for half the rows), p90 {overall['p90_abs_ln_ratio']:.3f}. The rest are not "
                    "expressed: " + "; ".join(f"{k} ({len(v) if isinstance(v, list) else v})"
                                                 for k, v in report["not_expressed_by_reason"].items()) + ".")
-        st.dataframe(_summary_table(report["summary"]["by_category"], "category"), hide_index=True)
-        st.dataframe(_summary_table(report["summary"]["by_gpu"], "GPU"), hide_index=True)
+        table(_summary_table(report["summary"]["by_category"], "category"))
+        table(_summary_table(report["summary"]["by_gpu"], "GPU"))
         _bands()
     results = validation_results()
     if results.empty:
@@ -128,8 +128,8 @@ def page() -> None:
                           "op": results["op_kind"], "predicted (ms)": results["predicted_s"] * 1e3,
                           "measured (ms)": results["measured_s"] * 1e3,
                           "error (% of measured)": results["error"] * 100, "tier": results["tier"]})
-    st.dataframe(shown, hide_index=True)
+    table(shown)
     summary = results.assign(abs_error=results["error"].abs() * 100).groupby(["run", "tier", "kind"])["abs_error"].agg(
         ["median", "max", "count"]).reset_index().rename(columns={
             "median": "median |error| (%)", "max": "max |error| (%)", "count": "cases"})
-    st.dataframe(summary, hide_index=True)
+    table(summary)

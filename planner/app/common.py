@@ -140,7 +140,8 @@ def roofline_chart(points, device, dtype: str, y_title: str, tooltip: list):
         roofs += [{"ceiling": f"{label} ({top / 1e12:,.0f} TFLOP/s), {bw / 1e9:,.0f} GB/s",
                    "intensity (FLOP/byte)": x, "achieved (FLOP/s)": min(top, x * bw)} for x in xs]
     x = alt.X("intensity (FLOP/byte):Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
-    y = alt.Y("achieved (FLOP/s):Q", scale=alt.Scale(type="log"), title=y_title)
+    # SI prefixes on the FLOP/s axis (100T, 1P), not 1e+14 next to 100,000,000,000
+    y = alt.Y("achieved (FLOP/s):Q", scale=alt.Scale(type="log"), title=y_title, axis=alt.Axis(format="~s"))
     chart = alt.Chart(points).mark_circle(size=60).encode(x=x, y=y, color=alt.Color("bound:N", title="bound"),
                                                           tooltip=tooltip)
     if roofs:
@@ -163,3 +164,26 @@ def tier_scale():
 def band_text(fraction: float) -> str:
     """A band as the pages show it: "×1.61 either way" (planner.units.band: the factor a figure may be off by)."""
     return f"×{1 + fraction:.2f} either way"
+
+
+def unit_formats(frame) -> dict:
+    """Streamlit column formats of a table by the unit each header names ("time (ms)", "share (%)", "(x)",
+    "|ln ...|"), whole numbers with thousands separators; the values stay exact for a download. A header
+    with no unit it knows keeps Streamlit's own format."""
+    import pandas as pd
+
+    def fmt(header: str, column) -> str | None:
+        if pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
+            return None
+        if pd.api.types.is_integer_dtype(column):
+            return "localized"  # 10,447
+        rules = (("(ms)", "%.3f"), ("(s)", "%.3f"), ("(%)", "%.1f"), ("(x)", "%.2f"), ("ratio", "%.2f"),
+                 ("|ln", "%.3f"), ("ln(", "%.3f"), ("(TFLOP/s)", "%.1f"), ("(GFLOP)", "%.2f"), ("(GB)", "%.3f"),
+                 ("(GB/s)", "localized"), ("(kWh)", "localized"))
+        return next((f for key, f in rules if key in header), None)
+    return {h: st.column_config.NumberColumn(format=f) for h in frame.columns if (f := fmt(h, frame[h])) is not None}
+
+
+def table(frame, **kwargs) -> None:
+    """st.dataframe of `frame` without its index, its numbers formatted by unit (unit_formats)."""
+    st.dataframe(frame, hide_index=True, column_config=unit_formats(frame), **kwargs)

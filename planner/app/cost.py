@@ -166,8 +166,9 @@ def page() -> None:
                      help="Capex of every server bought in the term with its network, power, colocation, staff, "
                           "support and storage, less the resale of the servers whose life ended")
     cheaper = "owning" if last["onprem_usd"] < last["cloud_usd"] else "renting"
-    totals[2].metric("Cheaper over the term", f"{cheaper}, by ${abs(last['cloud_usd'] - last['onprem_usd']):,.0f}",
-                     help="The difference of the two totals to the left")
+    # the amount under the answer: "owning, by $181,249" is cut to "owning, by $18…" at 1,280 px
+    totals[2].metric("Cheaper over the term", cheaper, f"by ${abs(last['cloud_usd'] - last['onprem_usd']):,.0f}",
+                     delta_color="off", delta_arrow="off", help="The difference of the two totals to the left")
     later = (result.breakeven_month is not None and result.breakeven_month > months)
     st.info(result.breakeven_why[0].upper() + result.breakeven_why[1:]
             + (f" (past the {months}-month horizon shown)" if later else "") + ".")
@@ -186,7 +187,8 @@ def _itemized(result, months: int) -> None:
     frame = result.lines_frame()
     table = pd.DataFrame({"side": frame["side"], "line": frame["item"],
                           f"USD over {months} months": frame["usd"].map(_money), "source": frame["source"]})
-    st.dataframe(table, hide_index=True, width="stretch")
+    # tall enough for every line (35 px a row and the header): the last lines are the credit and the totals
+    st.dataframe(table, hide_index=True, width="stretch", height=35 * (len(table) + 1) + 3)
     st.caption(f"The {months}-month bill line by line at this utilization: the cloud lines add up to renting's total, "
                "the on-prem lines to owning's (the residual value is a credit, for the servers whose life ended in "
                "the term). Each line's source and date is in the last column: scroll the table sideways (or enlarge "

@@ -101,14 +101,15 @@ def serving_handoff(result: dict, a: dict) -> dict:
     copies_per_unit = max(1, row["devices"] // max(1, row["units"]) // a["tp"])
     gpus, rate = (row["devices"], a["rps"]) if alone else (
         a["tp"], a["capacity_rps"] / copies_per_unit * min(1.0, row["utilization"]))
-    no_target_ms = 1e6  # the page's largest: a target no run misses
+    from planner.plan.scenario import NO_TARGET_S
     return {"serve_model": flow["model"], "serve_device": row["device"], "serve_gpus": int(gpus),
             "serve_tp": int(a["tp"]), "serve_engine": flow["engine"] or NO_ENGINE,
             "serve_dtype": flow["dtype"] if flow["dtype"] in DTYPES else "bf16",
             "serve_recipe": NO_RECIPE if flow["dtype"] in DTYPES else flow["dtype"],
             "serve_length_mode": "fixed", "serve_input_len": flow["input_len"], "serve_output_len": flow["output_len"],
-            "serve_slo_ttft_ms": min(no_target_ms, flow["ttft_s"] * 1e3),
-            "serve_slo_tpot_ms": min(no_target_ms, flow["tpot_s"] * 1e3),
+            # a workload without a TTFT or a TPOT target: the Serving page's input left empty (no target)
+            "serve_slo_ttft_ms": None if flow["ttft_s"] >= NO_TARGET_S else flow["ttft_s"] * 1e3,
+            "serve_slo_tpot_ms": None if flow["tpot_s"] >= NO_TARGET_S else flow["tpot_s"] * 1e3,
             "serve_slo_stat": flow["stat"] if flow["stat"] in ("p50", "p90", "p99") else "mean",
             "serve_rate_rps": round(rate, 2)}
 

@@ -197,10 +197,14 @@ def _inputs() -> dict | None:
                                  "weights, GEMM inputs and KV cache together, with their scales")
     lengths = _lengths_input()
     c = st.columns(2)
-    ttft_ms = c[0].number_input("SLO: TTFT (ms)", 0.0, 1e6, key="serve_slo_ttft_ms", step=50.0,
-                                help="Time to first token the chosen statistic of the requests must stay within")
-    tpot_ms = c[1].number_input("SLO: TPOT (ms)", 0.0, 1e6, key="serve_slo_tpot_ms", step=5.0,
-                                help="Time per output token after the first, which the statistic must stay within")
+    ttft_ms = c[0].number_input("SLO: TTFT (ms)", 0.0, 1e6, key="serve_slo_ttft_ms", step=50.0, value=None,
+                                placeholder="no target",
+                                help="Time to first token the chosen statistic of the requests must stay within; "
+                                     "empty: no TTFT target")
+    tpot_ms = c[1].number_input("SLO: TPOT (ms)", 0.0, 1e6, key="serve_slo_tpot_ms", step=5.0, value=None,
+                                placeholder="no target",
+                                help="Time per output token after the first, which the statistic must stay within; "
+                                     "empty: no TPOT target")
     stat = st.selectbox("SLO statistic", ["p50", "p90", "p99", "mean"], key="serve_slo_stat",
                         help="A run meets the SLOs when this statistic of TTFT and of TPOT is within them and no "
                              "request is rejected (planner.serve.api.Slo)")
@@ -219,7 +223,7 @@ def _inputs() -> dict | None:
         return None
     return {"model": model, "device": device, "gpus": gpus, "tp": tp,
             "engine": None if engine == NO_ENGINE else engine, "dtype": dtype, **lengths, "pricing": pricing,
-            "requests": requests, "slo_ttft_s": ttft_ms / 1e3, "slo_tpot_s": tpot_ms / 1e3, "slo_stat": stat,
+            "requests": requests, "slo_ttft_s": slo_s(ttft_ms), "slo_tpot_s": slo_s(tpot_ms), "slo_stat": stat,
             "rate_rps": float(rate), "points": points}
 
 
@@ -355,6 +359,18 @@ def _band_text(value, fraction: float, unit: str = "", inverse: bool = False, pr
     return f"band {prefix}{_num(lo)}–{prefix}{_num(hi)}{' ' + unit if unit else ''}"
 
 
+def slo_s(ms: float | None) -> float:
+    """An SLO input (ms; None: empty, no target) as the simulator's Slo takes it: seconds, NO_TARGET_S for none."""
+    from planner.plan.scenario import NO_TARGET_S
+    return NO_TARGET_S if ms is None else ms / 1e3
+
+
+def slo_text(seconds: float) -> str:
+    """An SLO in words: "≤ 1,000 ms", or "no target"."""
+    from planner.plan.scenario import NO_TARGET_S
+    return "no target" if seconds >= NO_TARGET_S else f"≤ {seconds * 1e3:,.4g} ms"
+
+
 def _no_rate_meets(inp: dict, first: dict) -> None:
     """The message for SLOs that no simulated rate meets, with how far the lowest-rate run misses each."""
     stat = inp["slo_stat"]
@@ -433,7 +449,7 @@ def _results(inp: dict) -> None:
     if at_max is None:
         _no_rate_meets(inp, first)
     else:
-        slos = f"{inp['slo_stat']} ≤ {inp['slo_ttft_s'] * 1e3:g} ms / {inp['slo_tpot_s'] * 1e3:g} ms"
+        slos = f"{inp['slo_stat']} TTFT {slo_text(inp['slo_ttft_s'])}, TPOT {slo_text(inp['slo_tpot_s'])}"
         cols[0].metric("Max rate in SLOs (requests/s)", f"{max_rate:,.2f}", slos,
                        delta_color="off", delta_arrow="off",
                        help="planner.serve.sweep.max_rate: bisection over Poisson rates up to saturation")

@@ -34,6 +34,8 @@ ADDRESS = {"model": "serve_model", "device": "serve_device", "gpus": "serve_gpus
            "rate": "serve_rate_rps", "requests": "serve_requests", "points": "serve_points", "pricing": "serve_pricing"}
 """Query parameter -> the input (session_state key) it sets; besides these: page=Serving, mix (the mix table,
 "512:128:0.7,1024:256:0.3") and compare (the deployments compared, "h100-sxm:1:1:default:bf16;...")."""
+NO_TARGET_WORD = "none"
+"""An SLO left empty (no target) in the address."""
 DEFAULT_WORD = "default"
 """The default engine, and no recipe, in the address."""
 
@@ -69,6 +71,9 @@ def from_address(params: dict[str, str]) -> tuple[dict, list[str]]:
         if name not in params:
             continue
         text, valid = str(params[name]).strip(), choices[name]
+        if name in ("ttft_ms", "tpot_ms") and text == NO_TARGET_WORD:
+            values[key] = None  # the input left empty: no target
+            continue
         if isinstance(valid, tuple):
             value = _address_number(text, *valid)
             why = f"not a {'whole ' if valid[2] else ''}number in [{valid[0]:,}, {valid[1]:,}]"
@@ -131,6 +136,9 @@ def to_address(inp: dict, deployments: list[dict] | None) -> dict[str, str]:
     params = {"page": "Serving"}
     for name, key in ADDRESS.items():
         value = ss.get(key)
+        if value is None and name in ("ttft_ms", "tpot_ms"):
+            params[name] = NO_TARGET_WORD
+            continue
         if value is None or name in ("input", "output") and inp["length_mode"] != FIXED or \
                 name == "preset" and inp["length_mode"] != PRESET:
             continue

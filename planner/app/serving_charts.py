@@ -10,6 +10,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from planner.plan.scenario import NO_TARGET_S
+
 STATS = ("p50", "p90", "p99")
 X_RATE, X_THROUGHPUT = "offered rate (requests/s)", "throughput (output tokens/s)"
 SATURATED = "saturated (queue grows without bound)"
@@ -169,7 +171,7 @@ def side_by_side(inp: dict, chart_of, empty: str) -> None:
     `empty` with the name."""
     cols = st.columns(2)
     for col, name, slo in ((cols[0], "TTFT", inp["slo_ttft_s"]), (cols[1], "TPOT", inp["slo_tpot_s"])):
-        chart = chart_of(name, slo * 1e3)
+        chart = chart_of(name, 0.0 if slo >= NO_TARGET_S else slo * 1e3)  # 0: no SLO line (no target)
         if chart is None:
             col.info(empty.format(name))
         else:

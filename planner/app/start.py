@@ -52,5 +52,5 @@ def page() -> None:
         "millions of configurations from `planner sweep`. *Trace*: a measured profiler trace against its roofline. "
         "*Calibration and accuracy*: where the efficiencies come from and how far predictions are from measurements.")
     st.caption("How accurate: each prediction carries its tier (measured, published, transferred or datasheet) and "
-               "a band from that tier's held-out error; docs/accuracy.md gives the error against 250 published "
+               "a band from the measured error of that tier on that device family; docs/accuracy.md gives the error against 250 published "
                "measurements and the command that measured it.")

@@ -10,7 +10,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from planner.app.common import ROOT, context, device_ids, fmt_s, ms, purpose, roofline_chart
+from planner.app.common import ROOT, context, device_ids, fmt_s, ms, purpose, roofline_chart, table
 
 TRACES = ROOT / "benchmarks" / "data" / "traces"
 BUNDLED_TRACES = {
@@ -111,19 +111,20 @@ def page() -> None:
         return
     tr = report.trace
     with right:
-        cols = st.columns(5)
+        cols = st.columns(3)
         cols[0].metric("wall time", fmt_s(report.wall_s), help="The span the profiler covered")
         cols[1].metric("host ops", f"{len(tr.ops):,}", help="cpu_op and user_annotation events")
         cols[2].metric("kernels", f"{len(tr.device_events):,}", help="Device events: kernels, copies, memsets")
-        cols[3].metric("device", report.device.id, help="The roofline the ops are set against")
-        cols[4].metric("tier", report.tier, help="Where the device's efficiencies come from")
+        # names in a line of their own: a device id in a fifth of the column is cut to "h100-…"
+        st.markdown(f"**Roofline of** {report.device.id}, **tier** {report.tier}",
+                    help="The device the ops are set against, and where its efficiencies come from")
         ran = f"ran on {tr.device_name}" if tr.device_name else "CPU only"
         st.caption(f"{tr.source} ({ran}): {int(report.ops['counted'].sum()):,} counted ops carry the work; "
                    f"{report.dtype} ops at the {report.dtype} peak; efficiencies: {report.source}")
         st.subheader("Where the wall time went")
         breakdown = pd.DataFrame([{"part": part, "time (ms)": ms(s), "share of wall (%)": 100 * s / report.wall_s}
                                   for part, s in report.breakdown])
-        st.dataframe(breakdown, hide_index=True)
+        table(breakdown)
         st.altair_chart(alt.Chart(breakdown).mark_bar().encode(
             x=alt.X("time (ms):Q", title="time (ms)"), y=alt.Y("part:N", sort=None, title=None),
             tooltip=["part", alt.Tooltip("time (ms):Q", format=".3f"),
@@ -134,23 +135,23 @@ def page() -> None:
     st.caption("measured = " + ("device time of the op's kernels" if tr.has_device else "host time") +
                "; attainable = the roofline with the device's efficiency")
     cats = report.by_category().reset_index()
-    st.dataframe(pd.DataFrame({
+    table(pd.DataFrame({
         "category": cats["category"], "ops": cats["ops"], "measured (ms)": ms(cats["measured_s"]),
         "attainable (ms)": ms(cats["attainable_s"]), "gap (ms)": ms(cats["gap_s"]),
         "ratio (measured / attainable)": cats["ratio"], "achieved (TFLOP/s)": cats["achieved_flop_per_s"] / 1e12,
         "achieved (GB/s)": cats["achieved_bytes_per_s"] / 1e9, "work (GFLOP)": cats["flop"] / 1e9,
-        "traffic (GB)": cats["bytes"] / 1e9}), hide_index=True)
+        "traffic (GB)": cats["bytes"] / 1e9}))
     st.subheader("Slowest ops")
     sig = report.by_signature()
     top = st.slider("Ops shown", 5, 200, 20, key="trace_top",
                     help="The slowest op signatures (name and input shapes) by measured time")
     shown = sig.head(top)
-    st.dataframe(pd.DataFrame({
+    table(pd.DataFrame({
         "op": shown["name"], "calls": shown["calls"], "measured (ms)": ms(shown["measured_s"]),
         "attainable (ms)": ms(shown["attainable_s"]), "ratio (measured / attainable)": shown["ratio"],
         "flagged (ratio > 2)": shown["ratio"] > 2, "bound": shown["bound"], "category": shown["category"],
         "achieved (TFLOP/s)": shown["achieved_flop_per_s"] / 1e12,
-        "achieved (GB/s)": shown["achieved_bytes_per_s"] / 1e9, "shapes": shown["shapes"]}), hide_index=True)
+        "achieved (GB/s)": shown["achieved_bytes_per_s"] / 1e9, "shapes": shown["shapes"]}))
     gemm, n = report.gemm_abs_ln
     if gemm is not None:
         st.write(f"GEMMs: median |ln(attainable / measured)| = {gemm:.3f} over {n} ops (attainable within "
@@ -171,11 +172,10 @@ def page() -> None:
     if result["rows"]:
         rows = pd.DataFrame(result["rows"]).reindex(columns=["device", "tier", "wall_s", "measured_wall_s", "speedup",
                                                              "note"])
-        st.dataframe(pd.DataFrame({"device": rows["device"], "tier": rows["tier"],
+        table(pd.DataFrame({"device": rows["device"], "tier": rows["tier"],
                                    "predicted wall (ms)": ms(rows["wall_s"].astype(float)),
                                    "measured wall (ms)": ms(rows["measured_wall_s"].astype(float)),
-                                   "speedup (x)": rows["speedup"].astype(float), "note": rows["note"]}),
-                     hide_index=True)
+                            "speedup (x)": rows["speedup"].astype(float), "note": rows["note"]}))
     if result["findings"]:
         st.markdown("**What would gain most** (each re-predicted by replaying the trace)")
         st.markdown("\n".join(f"{k}. **{f['title']}**: {fmt_s(f['wall_s'])} predicted wall "

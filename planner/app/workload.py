@@ -317,7 +317,7 @@ def _chart(rows: list[dict], thr_unit: str, cost_unit: str) -> None:
     if fitting.empty:
         return
     metric = st.radio("Chart", [f"throughput ({thr_unit})", f"$ per {cost_unit}"], horizontal=True,
-                      key="chart_metric", help="Bars are the prediction; whiskers its band (the tier's held-out error)")
+                      key="chart_metric", help="Bars are the prediction; whiskers its band (the measured error of its tier on its device family)")
     if metric.startswith("throughput"):
         data = fitting.assign(value=fitting["throughput (/s)"], low=fitting["throughput low (/s)"],
                               high=fitting["throughput high (/s)"])
@@ -352,7 +352,8 @@ def _metrics(p: dict) -> None:
 
     def rate(col, label, value, unit):
         lo, hi = band(value, frac, inverse=True)
-        col.metric(label, f"{value:,.0f} {unit}", f"{lo:,.0f} – {hi:,.0f} {unit}", delta_color="off", delta_arrow="off",
+        # the unit in the label: a value of 7 digits and its unit do not fit a quarter of the page's width
+        col.metric(f"{label} ({unit})", f"{value:,.0f}", f"{lo:,.0f} – {hi:,.0f}", delta_color="off", delta_arrow="off",
                    help=_band_help(p, frac))
 
     if p["mode"] != "training" and p.get("ttft_s") is not None:
@@ -554,7 +555,8 @@ def page() -> None:
         st.caption(price_basis(args["mode"], model.family, args["work"].get("batch")))
         st.caption("Greyed rows cannot run as asked: over the memory of the device (the note gives the shortfall and "
                    "the smallest deployment that fits) or not runnable there (the note says why). Ranges are each "
-                   "tier's band (held-out error against measurements).")
+                   "prediction's band: the measured error of its tier on its device family (Calibration and accuracy "
+                   "page).")
         from planner.predict.api import tier_note
         mixed = tier_note(r.get("tier") for r in rows)
         if mixed:

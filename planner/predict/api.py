@@ -252,7 +252,7 @@ def tier_note(tiers) -> str | None:
     found = sorted({t for t in tiers if isinstance(t, str) and t})
     if len(found) < 2:
         return None
-    return (f"devices on different tiers ({', '.join(found)}): each time has its own tier's band (band_fraction); "
+    return (f"devices on different tiers ({', '.join(found)}): each time has its own tier's band; "
             "a difference inside the bands is not resolved")
 
 

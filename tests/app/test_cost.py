@@ -182,7 +182,9 @@ def test_the_totals_over_the_term_are_printed_and_are_the_table_s_last_month(app
     assert shown["Renting over 36 months"] == f"${cloud:,.0f}"
     assert shown["Owning over 36 months"] == f"${onprem:,.0f}"
     side = "owning" if onprem < cloud else "renting"
-    assert shown["Cheaper over the term"] == f"{side}, by ${abs(cloud - onprem):,.0f}"
+    assert shown["Cheaper over the term"] == side
+    delta = next(m.proto.delta for m in app.metric if m.label == "Cheaper over the term")
+    assert delta == f"by ${abs(cloud - onprem):,.0f}"
 
 
 

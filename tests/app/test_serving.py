@@ -317,3 +317,25 @@ def test_bad_address_values_are_ignored_with_one_warning():
     assert at.number_input(key="serve_rate_rps").value == 4.0  # the good one is kept
     assert at.number_input(key="serve_gpus").value == 1 and at.selectbox(key="serve_model").value == "llama-3.1-8b"
     assert not _errors(at) and float(metrics(at)[MAX_RATE]) > 0
+
+
+def test_an_empty_slo_is_no_target(serving):
+    """Issue 43 item 8: no TPOT target is an empty input ("no target"), not 0 ms or 1e+06 ms: the
+    simulator runs without it, no SLO line is drawn, and the page's address says 'none'."""
+    from planner.app.serving_address import from_address
+
+    capped = metrics(serving)
+    free = _set(serving, "serve_slo_tpot_ms", None)
+    assert not free.exception
+    shown = metrics(free)
+    # without the 100 ms TPOT target only the 2,000 ms TTFT target binds: the highest rate is at least as high
+    assert float(shown[MAX_RATE]) >= float(capped[MAX_RATE])
+    deltas = [m.proto.delta for m in free.metric]
+    assert any("TPOT no target" in d and "TTFT ≤ 2,000 ms" in d for d in deltas), deltas
+    rules = [spec for spec in chart_specs(free) if "SLO TPOT" in str(spec)]
+    assert not rules  # no red SLO line at a target that is not there
+    assert free.session_state["serve_slo_tpot_ms"] is None
+    # the address carries it as "none", and "none" restores an empty input
+    assert free.query_params.get("tpot_ms") in (["none"], "none"), free.query_params
+    values, bad = from_address({"tpot_ms": "none", "ttft_ms": "1500"})
+    assert values["serve_slo_tpot_ms"] is None and values["serve_slo_ttft_ms"] == 1500.0 and not bad
