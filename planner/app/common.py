@@ -184,6 +184,13 @@ def unit_formats(frame) -> dict:
     return {h: st.column_config.NumberColumn(format=f) for h in frame.columns if (f := fmt(h, frame[h])) is not None}
 
 
+WIDE_TABLE_COLUMNS = 6
+"""Columns from which a table is wider than the page at 1,280 px (its last columns off to the right)."""
+
+
 def table(frame, **kwargs) -> None:
-    """st.dataframe of `frame` without its index, its numbers formatted by unit (unit_formats)."""
+    """st.dataframe of `frame` without its index, its numbers formatted by unit (unit_formats); a table of more
+    than WIDE_TABLE_COLUMNS columns says that it scrolls sideways."""
     st.dataframe(frame, hide_index=True, column_config=unit_formats(frame), **kwargs)
+    if len(frame.columns) > WIDE_TABLE_COLUMNS:
+        st.caption(f"{len(frame.columns)} columns: scroll the table sideways (or enlarge it, top right) for all.")
