@@ -108,8 +108,8 @@ def test_configs_files_are_read_safely(capsys, tmp_path):
 
 
 def test_bands_never_cross_zero_and_json_never_holds_nan():
-    # below 1 the band is linear: 10 ms x (1 -+ 0.4); from 1 up it is 10/(1 + f) .. 10 x (1 + f)
-    assert band(10.0, 0.4) == pytest.approx((6.0, 14.0))
+    # the same factor either way (planner.units.band): 10 ms / 1.4 = 7.142857 .. 10 x 1.4 = 14
+    assert band(10.0, 0.4) == pytest.approx((10 / 1.4, 14.0))
     assert band(10.0, 1.86) == pytest.approx((10 / 2.86, 28.6))
     assert all(v > 0 for f in (0.0, 0.5, 0.99, 1.0, 5.0) for v in band(1e-3, f) + band(1e-3, f, inverse=True))
     assert json_safe({"a": float("nan"), "b": [float("inf"), 1.5], "c": (2,)}) == {"a": None, "b": [None, 1.5],

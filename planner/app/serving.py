@@ -36,6 +36,7 @@ from planner.app.serving_charts import (
     side_by_side,
     whole,
 )
+from planner.app.wording import app_words
 from planner.errors import ConfigError
 from planner.serve.steady import DEFAULT_REQUESTS
 
@@ -480,7 +481,7 @@ def _results(inp: dict) -> None:
                  f"{r['kv_block_tokens']} tokens per copy")
         st.write(f"**Load** {r['load']}")
         for note in r["notes"]:
-            st.write(f"- {note}")
+            st.write(f"- {app_words(note)}")  # the library's notes name CLI flags; the page names its inputs
 
 
 def sweep_args(inp: dict, deployment: tuple) -> tuple:

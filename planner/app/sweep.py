@@ -16,7 +16,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from planner.app.common import ROOT, base_context, purpose, shown, zoo_ids
+from planner.app.common import ROOT, band_text, base_context, purpose, shown, zoo_ids
 from planner.app.wording import app_words
 
 SWEEP_EXAMPLE = ROOT / "examples" / "sweeps" / "serving.yaml"
@@ -439,6 +439,8 @@ def _with_units(frame: pd.DataFrame, fields: list[str], unit: str | None) -> pd.
             out[name] = frame[column] * scale
     if "tier" in frame:
         out["tier"] = frame["tier"]
+    if "band_fraction" in frame:  # how far each figure may be off, either way (planner/hardware/measured_bands.py)
+        out["band (either way)"] = frame["band_fraction"].map(lambda f: band_text(f) if f == f and f is not None else "")
     if "notes" in frame:
         out["price note"] = frame["notes"].map(price_note)
     return out
