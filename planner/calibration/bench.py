@@ -100,11 +100,12 @@ def local_device(spec: str = "auto") -> LocalDevice:
         # a hostile spec may be megabytes long: echo only its start
         shown = spec if len(spec) <= 40 else spec[:37] + "..."
         raise ConfigError(f"unknown device '{shown}'; valid: auto, cpu, cuda, cuda:N")
+    from planner.hardware.cpu import cpu_profile_id
+
     info = _cpu_info()
-    vendor = {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(info.get("vendor", ""), _slug(info.get("vendor", "cpu")))
-    model = _slug(info.get("model_name", "unknown")).replace(vendor + "-", "", 1)
-    ident = f"cpu-{vendor}-{model}-{info.get('family', 'x')}-{info.get('model', 'x')}-{os.cpu_count()}c"
-    return LocalDevice(_slug(ident), "cpu", "cpu", info.get("model_name", "CPU"), info)
+    ident = cpu_profile_id(info.get("vendor", ""), info.get("model_name", ""), info.get("family", ""),
+                           info.get("model", ""), os.cpu_count())
+    return LocalDevice(ident, "cpu", "cpu", info.get("model_name", "CPU"), info)
 
 
 def catalog_id_for(name: str) -> str | None:

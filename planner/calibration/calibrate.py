@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from planner.calibration.bench import (
     synchronize,
     versions,
 )
+from planner.calibration.loo import leave_one_out
 from planner.calibration.resume import (
     BOOKKEEPING,
     device_folder,
@@ -348,6 +350,42 @@ def sample_power(device: LocalDevice, seconds: float = 2.0) -> dict | str:
     return out
 
 
+PROBES = ({"kind": "gemm", "dtype": "fp32", "layout": "nt", "m": 256, "n": 256, "k": 256},
+          {"kind": "add", "dtype": "fp32", "bytes": 2**22, "warm": True})
+"""Fixed points measured again at the start and at the end of every run (not plan entries: they are not
+in the profile): a compute-bound GEMM of 34 MFLOP and a memory-bound add over 4 MiB, each a few ms."""
+PROBE_ROUNDS = 3
+"""Rounds of the probes at each end of a run: 6 times per probe in a whole run, 2 x 3 x ~0.05 s."""
+BUSY_CV = 0.10
+"""The coefficient of variation of a probe's repeated times above which the machine is called busy.
+Measured with benchmarks/calibrate_busy.py on the 2-core development VM (which other jobs share, load
+average 1-6 during the runs): the largest probe CV per trial was 1.1-2.5% with no added load in 3 trials of
+4 (the fourth caught a burst of the VM's other jobs: 194%); beside one busy-loop process 92-218% in all 9
+trials (a GEMM's two threads share the cores with it, some rounds and not others). Beside two busy loops it
+was 2-4% in 4 trials of 4 when the VM was otherwise quiet: an even load on every core slows the probes
+steadily, and a coefficient of variation cannot see it. 10% lies well above the quiet figures."""
+
+
+def probe_round(device: LocalDevice, measure_one: Callable[[dict, LocalDevice], dict] | None = None) -> list[float]:
+    """One round of PROBES: each one's median time, in seconds, in PROBES order."""
+    measure_one = measure_one or run_one
+    return [measure_one(dict(entry), device)["time_s"] for entry in PROBES]
+
+
+def variation(rounds: list[list[float]]) -> float:
+    """The largest coefficient of variation (sample standard deviation / mean) over the probes of
+    `rounds` (one list of times per round, one time per probe); 0 with fewer than two rounds.
+    E.g. [[1, 10], [3, 10]]: the first probe's CV is sqrt(2) / 2 = 0.707, the second's 0."""
+    if len(rounds) < 2:
+        return 0.0
+    worst = 0.0
+    for times in zip(*rounds):
+        mean = sum(times) / len(times)
+        if mean > 0:
+            worst = max(worst, statistics.stdev(times) / mean)
+    return worst
+
+
 def _steal_ticks() -> int | None:
     """CPU time stolen by the hypervisor so far (/proc/stat), in clock ticks; None off Linux."""
     try:
@@ -385,19 +423,24 @@ def outliers(measurements: list[dict], threshold: float = 0.15) -> list[int]:
 
 
 def recheck(measurements: list[dict], device: LocalDevice, budget_s: float, log: Callable[[str], None]) -> int:
-    """Measure outliers again within `budget_s`, keeping the lower median; return how many were redone."""
+    """Measure outliers again within `budget_s`, keeping the lower median; return how many were redone.
+    None is started that the slowest one so far would carry past `budget_s`."""
     start = time.perf_counter()
     redone = 0
+    longest = 0.0
     for i in outliers(measurements):
-        if time.perf_counter() - start > budget_s:
+        if time.perf_counter() - start + longest > budget_s:
             break
         m = measurements[i]
         entry = json.loads(m["key"]) if "key" in m else {k: m[k] for k in ("kind", "dtype", "layout", "m", "n", "k")
                                                           if k in m}
+        began = time.perf_counter()
         try:
             again = run_one(entry, device)
         except (RuntimeError, TypeError, MemoryError):
             continue
+        finally:
+            longest = max(longest, time.perf_counter() - began)
         m["first_time_s"] = m.get("first_time_s", m["time_s"])
         m["rechecked"] = True
         if again["time_s"] < m["time_s"]:
@@ -442,16 +485,71 @@ def _progress(done: int, total: int, entry: dict, left_s: float) -> None:
     sys.stderr.flush()
 
 
+LOO_MAX_POINTS = 400
+"""Most points a calibration's leave-one-out judges (a seeded sample, round-robin over the model keys:
+planner/calibration/loo.py); the profile's `leave_one_out` says how many it judged of how many."""
+LOO_SHARE = 0.05
+"""Share of the budget leave-one-out may take, at most LOO_MAX_S: 30 s of the default 600 s. At 0.025 s
+a point (1,431 points on a full GEMM grid; 1-6 ms below 400 points; benchmarks/calibrate_fit_speed.py on
+the 2-core VM) that judges every point of the sample; a GEMM grid with holes takes up to ~0.1 s a point
+on a busy host, and the deadline then cuts the sample short."""
+LOO_MAX_S = 30.0
+FIT_S_PER_POINT = 1.4e-4
+"""Seconds of the ceilings and one fit of the model per measured point: 0.20 s for 1,431 points, 0.036 s
+for 400 (benchmarks/calibrate_fit_speed.py, the 2-core development VM, other jobs running)."""
+FIT_FIXED_S = 3.0
+"""Seconds kept for the rest of the end of a run whatever its size: the first fit's imports and catalog
+load (~1 s), the end probes (~0.25 s idle) and writing the profile (~0.1 s), with room for a busy host."""
+MIN_LOO_S = 2.0
+"""Leave-one-out gets at least min(MIN_LOO_S, LOO_SHARE x budget) even when the budget is spent (a resumed
+run whose earlier runs used it up): a profile always records some band, the overrun bounded."""
+
+
+def reserve_s(points: int, budget_s: float) -> float:
+    """Seconds of `budget_s` kept back from measuring for what comes after it, for a plan of `points`:
+    the fit (10x its measured cost per point, for a busy host), FIT_FIXED_S, and leave-one-out's share.
+    E.g. 1,674 points and 600 s: 3 + 10 x 1.4e-4 x 1,674 + 30 = 35.3 s; 60 s: 3 + 2.34 + 3 = 8.3 s."""
+    return FIT_FIXED_S + 10 * FIT_S_PER_POINT * points + loo_seconds(budget_s)
+
+
+def loo_seconds(budget_s: float) -> float:
+    """Seconds leave-one-out may take in a run of `budget_s`: LOO_SHARE of it, at most LOO_MAX_S."""
+    return min(LOO_MAX_S, LOO_SHARE * budget_s)
+
+
+def process_age_s() -> float:
+    """Seconds since this process started (Linux /proc; 0 elsewhere): the interpreter's start-up and
+    imports count against the budget of the command that ran them."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in ticks since boot
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return min(max(uptime - started, 0.0), 600.0)
+
+
+class BusyMachineError(ConfigError):
+    """The busy-machine probes varied more than BUSY_CV between repeats: no profile was written."""
+
+
 def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Path | None = None,
-              plan: list[dict] | None = None, log: Callable[[str], None] | None = None) -> Path:
+              plan: list[dict] | None = None, log: Callable[[str], None] | None = None,
+              started_s: float | None = None, force: bool = False) -> Path:
     """Run the calibration plan on the local device within `budget_s`; return the profile path.
 
-    Resumes from `<out>/<device-id>/partial.jsonl` when it holds measurements of the same plan.
-    """
-    from planner.hardware.fit_report import fit_report
+    `budget_s` is wall time for the whole calibration across resumes: measuring, the fit, leave-one-out
+    and writing, from `started_s` (a time.perf_counter() reading when the command started; default
+    now), less the seconds earlier runs of the same plan spent (recorded in partial.jsonl). Measuring
+    stops `reserve_s` before the end. Resumes from `<out>/<device-id>/partial.jsonl` when it holds
+    measurements of the same plan.
 
+    Raises BusyMachineError (and writes nothing) when the probes measured at each end of the run vary
+    by more than BUSY_CV, unless `force`.
+    """
     log = log or (lambda text: print(text, file=sys.stderr))
     budget_s = check_seconds(budget_s, "--budget-s", MAX_BUDGET_S)
+    began = time.perf_counter() if started_s is None else started_s
     root = profile_root(out, DEFAULT_OUT)
     device = local_device(device_spec)
     plan = plan if plan is not None else build_plan(device)
@@ -465,74 +563,128 @@ def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Pat
     done = list(resumed.done)
     spent_before = resumed.spent_s
     invocation = resumed.invocations + 1
-    if done:
+    spent = lambda: round(spent_before + time.perf_counter() - began, 3)  # noqa: E731
+    header = {"plan": digest, "device": device.id, "spent_s": spent(), "invocations": invocation,
+              "probe_cv": round(resumed.probe_cv, 4)}
+    if done or resumed.invocations:
         log(f"calibrate: resuming {device.id}: {len(done)} of {len(plan)} measurements already done "
-            f"({spent_before:.0f} s measured over {resumed.invocations} earlier run(s))")
+            f"({spent_before:.0f} s of the budget spent over {resumed.invocations} earlier run(s))")
     # always rewritten whole (atomically): a cut last line is gone, appends start on a fresh line, and
     # the header counts this invocation even if it is interrupted before its first measurement
-    write_partial(partial, {"plan": digest, "device": device.id, "spent_s": round(spent_before, 3),
-                            "invocations": invocation}, done)
-    keys = {d["key"] for d in done}
-    todo = [e for e in plan if json.dumps(e, sort_keys=True) not in keys]
-    log(f"calibrate: {device.id} ({device.name}) on {device.torch_device}: {len(todo)} measurements to go, "
-        f"budget {budget_s:.0f} s")
-    start = time.perf_counter()
-    steal_before = _steal_ticks()
-    main_budget = 0.8 * budget_s  # the rest re-measures outliers
-    skipped = 0
-    with open(partial, "a") as f:
-        for entry in todo:
-            elapsed = time.perf_counter() - start
-            if elapsed > main_budget:
-                skipped = len(plan) - len(done)
-                break
-            _progress(len(done), len(plan), entry, budget_s - elapsed)
-            try:
-                result = run_one(entry, device)
-            except (RuntimeError, TypeError, MemoryError) as exc:  # a dtype or kernel the device lacks, or too large
-                result = {**entry, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
-            result["key"] = json.dumps(entry, sort_keys=True)
-            # the time so far rides on each record: it survives a kill with no other file to keep
-            result["spent_s"] = round(spent_before + time.perf_counter() - start, 3)
-            result["invocation"] = invocation
-            done.append(result)
-            f.write(json.dumps(result) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-            synchronize(device.torch_device)
-    sys.stderr.write("\n")
-    records = [{k: v for k, v in d.items() if k not in BOOKKEEPING} for d in done]
-    measured = [d for d in records if "error" not in d]
-    _check_enough(plan, measured, records, skipped > 0, budget_s, partial)
-    recheck(measured, device, max(0.0, budget_s - (time.perf_counter() - start)), log)
-    duration = spent_before + time.perf_counter() - start
-    steal_after = _steal_ticks()
-    busy = (time.perf_counter() - start) * os.sysconf("SC_CLK_TCK") * (os.cpu_count() or 1)
-    steal = (steal_after - steal_before) / busy if steal_before is not None and steal_after is not None and busy else None
-    profile = {
-        "schema": SCHEMA, "device_id": device.id, "device_name": device.name, "kind": device.kind,
-        "torch_device": device.torch_device, "properties": device.properties, "versions": versions(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "duration_s": round(duration, 1), "invocations": invocation, "budget_s": budget_s, "planned": len(plan),
-        "measured": len(measured), "cpu_steal_fraction": steal,
-        "not_measured": skipped, "failed": [d for d in records if "error" in d],
-        "collectives": _collectives(device, budget_s - (time.perf_counter() - start), log),
-        "power": sample_power(device) if (time.perf_counter() - start) < budget_s else "not sampled: budget spent",
-        "measurements": measured,
-    }
-    profile["ceilings"] = ceilings(measured)
-    report = fit_report(profile)
-    profile["leave_one_out"] = report
-    target = folder / "profile.json"
-    write_text_atomic(target, json.dumps(json_safe(profile), indent=1) + "\n")
+    write_partial(partial, header, done)
+    deadline = began + max(0.0, budget_s - spent_before)
+    keep_s = reserve_s(len(plan), budget_s)
+    stop_measuring = deadline - keep_s
+    try:
+        probe_round(device)  # warm-up, not counted: the first GEMM starts torch's thread pool (2.4 s here)
+        rounds = [probe_round(device) for _ in range(PROBE_ROUNDS)]
+        header.update(spent_s=spent(), probe_cv=round(max(resumed.probe_cv, variation(rounds)), 4))
+        write_partial(partial, header, done)
+        keys = {d["key"] for d in done}
+        todo = [e for e in plan if json.dumps(e, sort_keys=True) not in keys]
+        log(f"calibrate: {device.id} ({device.name}) on {device.torch_device}: {len(todo)} measurements to go, "
+            f"budget {budget_s:.0f} s ({max(0.0, deadline - time.perf_counter()):.0f} s left of it; measuring "
+            f"stops {keep_s:.0f} s before the end, for the fit and leave-one-out)")
+        steal_before = _steal_ticks()
+        measure_from = time.perf_counter()
+        # a fifth of the measuring time re-measures outliers
+        main_until = measure_from + 0.8 * max(0.0, stop_measuring - measure_from)
+        position = 0  # todo[:position] are measured
+        longest = 0.0  # the slowest measurement so far: none is started that would end past its phase's end
+
+        def measure_plan(until: float) -> None:
+            nonlocal position, longest
+            with open(partial, "a") as f:
+                while position < len(todo):
+                    entry, now = todo[position], time.perf_counter()
+                    if now + longest >= until:
+                        return
+                    _progress(len(done), len(plan), entry, deadline - now)
+                    try:
+                        result = run_one(entry, device)
+                    except (RuntimeError, TypeError, MemoryError) as exc:  # a dtype or kernel the device lacks
+                        result = {**entry, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+                    longest = max(longest, time.perf_counter() - now)
+                    result["key"] = json.dumps(entry, sort_keys=True)
+                    # the time so far rides on each record: it survives a kill with no other file to keep
+                    result["spent_s"] = spent()
+                    result["invocation"] = invocation
+                    done.append(result)
+                    position += 1
+                    f.write(json.dumps(result) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                    synchronize(device.torch_device)
+
+        measure_plan(main_until)
+        sys.stderr.write("\n")
+        records = [{k: v for k, v in d.items() if k not in BOOKKEEPING} for d in done]
+        measured = [d for d in records if "error" not in d]
+        _check_enough(plan, measured, records, position < len(todo), budget_s, partial)
+        recheck(measured, device, max(0.0, stop_measuring - time.perf_counter()), log)
+        # what the recheck left of the measuring time goes on down the plan
+        before = len(done)
+        measure_plan(stop_measuring)
+        records += [{k: v for k, v in d.items() if k not in BOOKKEEPING} for d in done[before:]]
+        measured += [d for d in records[len(records) - (len(done) - before):] if "error" not in d]
+        skipped = len(todo) - position
+        sys.stderr.write("\n")
+        rounds += [probe_round(device) for _ in range(PROBE_ROUNDS)]
+        cv = max(resumed.probe_cv, variation(rounds))
+        header.update(probe_cv=round(cv, 4))
+        busy = cv > BUSY_CV
+        if busy and not force:
+            raise BusyMachineError(
+                f"the machine is busy: the probe points' times varied by CV {cv:.0%} between repeats (above "
+                f"{BUSY_CV:.0%}), so the measurements are noisy: no profile written (an existing one is kept). "
+                f"Remove {partial} and run again on a quiet machine to measure afresh, or add --force to write "
+                "these measurements anyway")
+        if busy:
+            log(f"calibrate: the machine is busy (probe CV {cv:.0%}, above {BUSY_CV:.0%}): writing anyway (--force)")
+        steal_after = _steal_ticks()
+        ticks = (time.perf_counter() - measure_from) * os.sysconf("SC_CLK_TCK") * (os.cpu_count() or 1)
+        steal = (steal_after - steal_before) / ticks if steal_before is not None and steal_after is not None and ticks \
+            else None
+        profile = {
+            "schema": SCHEMA, "device_id": device.id, "device_name": device.name, "kind": device.kind,
+            "torch_device": device.torch_device, "properties": device.properties, "versions": versions(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "duration_s": None, "invocations": invocation, "budget_s": budget_s, "planned": len(plan),
+            "measured": len(measured), "cpu_steal_fraction": steal,
+            "probe_cv": round(cv, 4), "busy_cv": BUSY_CV, "forced": busy,
+            "not_measured": skipped, "failed": [d for d in records if "error" in d],
+            "collectives": _collectives(device, stop_measuring - time.perf_counter(), log),
+            "power": sample_power(device) if stop_measuring - time.perf_counter() > 6.0 else
+            "not sampled: budget spent",
+            "measurements": measured,
+        }
+        profile["ceilings"] = ceilings(measured)
+        loo_from = time.perf_counter()
+        report = leave_one_out(profile, LOO_MAX_POINTS, max(deadline - 1.0, loo_from + min(MIN_LOO_S,
+                                                                                             loo_seconds(budget_s))),
+                               time.perf_counter)
+        profile["leave_one_out"] = report
+        duration = spent()
+        profile["duration_s"] = round(duration, 1)
+        target = folder / "profile.json"
+        write_text_atomic(target, json.dumps(json_safe(profile), indent=1) + "\n")
+    except BaseException:
+        # Ctrl-C, a refusal, too little measured: the time spent so far counts against the budget of the
+        # next run (the records written stay; a cut line is dropped by this rewrite)
+        if partial.exists():
+            header["spent_s"] = spent()
+            write_partial(partial, header, done)
+        raise
     partial.unlink()
     runs = f" over {invocation} runs" if invocation > 1 else ""
-    log(f"calibrate: wrote {target} ({len(measured)} measurements, {duration:.0f} s{runs})")
+    log(f"calibrate: wrote {target} ({len(measured)} measurements, {duration:.0f} s of the {budget_s:.0f} s budget"
+        f"{runs}; probe CV {cv:.1%})")
     for kind, stats in sorted(report["by_kind"].items()):
         log(f"  leave-one-out {kind:<11} n={stats['n']:>3}  median |error| {stats['median_abs_error']:.1%}  "
             f"p90 {stats['p90_abs_error']:.1%}")
     log(f"  leave-one-out all         n={report['n']:>3}  median |error| {report['median_abs_error']:.1%}  "
-        f"p90 {report['p90_abs_error']:.1%}")
+        f"p90 {report['p90_abs_error']:.1%}  ({report['n']} of {report['eligible']} points judged, "
+        f"{report['seconds']:.1f} s)")
     inner = report.get("interior", {})
     if inner.get("n"):
         log(f"  leave-one-out interior    n={inner['n']:>3}  median |error| {inner['median_abs_error']:.1%}  "

@@ -1,10 +1,13 @@
 """What an interrupted calibration leaves behind, and the files calibration reads and writes.
 
 `<out>/<device-id>/partial.jsonl` holds one JSON header line ({"plan", "device", "spent_s",
-"invocations"}) and then one line per finished measurement, each appended and flushed as it
-finishes. Each record also carries `spent_s` (measuring seconds across every invocation when it
-finished) and `invocation` (which run measured it), so the time spent survives a Ctrl-C or a kill
-without another file. On resume the file is read leniently (a cut last line is dropped, a malformed
+"invocations", "probe_cv"}) and then one line per finished measurement, each appended and flushed as it
+finishes. Each record also carries `spent_s` (seconds of the budget spent across every invocation when
+it finished: the whole command's wall time, not only measuring) and `invocation` (which run measured
+it), so the time spent survives a kill without another file; a Ctrl-C or a refusal rewrites the header
+with the time spent up to then. `probe_cv` is the largest variation of the busy-machine probes any
+earlier invocation saw (calibrate.py BUSY_CV): measurements taken on a busy machine stay suspect after
+a resume. On resume the file is read leniently (a cut last line is dropped, a malformed
 line or a record that disagrees with its plan entry skipped, each with a note; nothing in it can stop
 a run) and rewritten atomically as a clean header plus the records kept: appends then always start on
 a fresh line. Without that rewrite, the first record after a cut line would be glued onto it and every
@@ -35,6 +38,8 @@ class Resumed:
     """Measuring seconds across the earlier invocations."""
     invocations: int
     """Earlier invocations of this plan (0 for a fresh start)."""
+    probe_cv: float
+    """Largest coefficient of variation of the busy-machine probes an earlier invocation recorded (0: none)."""
     notes: tuple[str, ...]
     """What was repaired or ignored, one line each, for the log."""
 
@@ -75,18 +80,18 @@ def read_partial(path: Path, digest: str, plan_keys: set[str]) -> Resumed:
     none; a cut last line (the interruption came mid-write) is dropped and a malformed line elsewhere
     skipped, each with a note; a second record of one entry is ignored. Those entries are measured again.
     """
-    empty = Resumed((), 0.0, 0, ())
+    empty = Resumed((), 0.0, 0, 0.0, ())
     if not path.exists():
         return empty
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            return Resumed((), 0.0, 0, (f"{path.name} is {size:,} bytes, over the {MAX_FILE_BYTES:,} limit: "
+            return Resumed((), 0.0, 0, 0.0, (f"{path.name} is {size:,} bytes, over the {MAX_FILE_BYTES:,} limit: "
                                         "starting afresh",))
         # lenient decoding: a byte that is not UTF-8 only spoils its own line
         text = path.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
-        return Resumed((), 0.0, 0, (f"cannot read {path.name} ({exc.strerror}): starting afresh",))
+        return Resumed((), 0.0, 0, 0.0, (f"cannot read {path.name} ({exc.strerror}): starting afresh",))
     complete = text.endswith("\n")
     lines = text.split("\n")
     if complete:
@@ -98,9 +103,9 @@ def read_partial(path: Path, digest: str, plan_keys: set[str]) -> Resumed:
     except ConfigError:
         header = None
     if not isinstance(header, dict):
-        return Resumed((), 0.0, 0, (f"the header line of {path.name} is unreadable: starting afresh",))
+        return Resumed((), 0.0, 0, 0.0, (f"the header line of {path.name} is unreadable: starting afresh",))
     if header.get("plan") != digest:
-        return Resumed((), 0.0, 0, (f"{path.name} holds measurements of another plan: starting afresh",))
+        return Resumed((), 0.0, 0, 0.0, (f"{path.name} holds measurements of another plan: starting afresh",))
     done: list[dict] = []
     seen: set[str] = set()
     notes: list[str] = []
@@ -125,7 +130,7 @@ def read_partial(path: Path, digest: str, plan_keys: set[str]) -> Resumed:
         done.append(record)
         spent_s = max(spent_s, _nonnegative(record.get("spent_s")))
         invocations = max(invocations, int(_nonnegative(record.get("invocation"))))
-    return Resumed(tuple(done), spent_s, invocations, tuple(notes))
+    return Resumed(tuple(done), spent_s, invocations, _nonnegative(header.get("probe_cv")), tuple(notes))
 
 
 def write_partial(path: Path, header: dict, records: tuple[dict, ...] | list[dict]) -> None:

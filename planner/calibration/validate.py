@@ -247,7 +247,8 @@ def validate(device_spec: str = "auto", models: tuple[str, ...] | None = None, d
         raise ConfigError(_no_profile(local, device_spec, ctx)) from None
     if local.id not in ctx.profiles:
         log(f"validate: no calibration profile for {local.id}: predictions use the "
-            f"{ctx.efficiency(device).tier} tier")
+            f"{ctx.efficiency(device).tier} tier" + (f" ({device.source})" if local.kind == "cpu" else "")
+            + "; the errors below are how far that tier is on this device")
     dtype = dtype or ("fp32" if local.kind == "cpu" else "bf16")
     eff = ctx.efficiency(device, get_engine("eager").libraries)
     probe = None
@@ -319,5 +320,9 @@ def fmt_table(cases: list[Case]) -> str:
     rows.append("| --- | --- | --- | --- |")
     for k, s in summary(cases).items():
         rows.append(f"| {k} | {s['n']} | {s['median_abs_error']:.1%} | {s['max_abs_error']:.1%} |")
+    for tier in sorted({c.tier for c in cases}):
+        errors = [abs(c.error) for c in cases if c.tier == tier]
+        rows.append("")
+        rows.append(f"{tier} tier: median abs error {statistics.median(errors):.1%} over {len(errors)} cases")
     return "\n".join(rows)
 

@@ -27,7 +27,11 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
                        description="Run microbenchmarks on the local device within a time budget (resumable) and "
                                    "write a calibration profile under hardware_specs/calibration/<device-id>/.")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
-    p.add_argument("--budget-s", type=float, default=600.0, help="time budget in seconds (default 600)")
+    p.add_argument("--budget-s", type=float, default=600.0,
+                   help="wall-time budget in seconds for the whole calibration, measuring, fit and leave-one-out, "
+                        "across resumes (default 600)")
+    p.add_argument("--force", action="store_true",
+                   help="write the profile even when the machine is busy (the probes varied between repeats)")
     p.add_argument("--out", help="profile root directory (default hardware_specs/calibration)")
     p.add_argument("--refit", action="store_true",
                    help="measure nothing: refit the efficiency model of every profile under --out")
@@ -45,7 +49,16 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from planner.calibration.bench import check_seconds, local_device
-    from planner.calibration.calibrate import DEFAULT_OUT, MAX_BUDGET_S, calibrate, recheck_profile, refit
+    import time
+
+    from planner.calibration.calibrate import (
+        DEFAULT_OUT,
+        MAX_BUDGET_S,
+        calibrate,
+        process_age_s,
+        recheck_profile,
+        refit,
+    )
     from planner.calibration.resume import profile_root
     from planner.cli import imported
 
@@ -76,7 +89,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             refit(path)
         return 0
     try:
-        calibrate(args.device, args.budget_s, root)
+        # the budget runs from the command's start: the interpreter's start-up and torch's import count
+        calibrate(args.device, args.budget_s, root, started_s=time.perf_counter() - process_age_s(), force=args.force)
     except KeyboardInterrupt:
         print("\nplanner: calibration interrupted; measurements so far are kept: run the same command again "
               "to resume", file=sys.stderr)

@@ -23,7 +23,7 @@ from planner.files import read_text
 
 # A numeric column must name its unit: it contains one of these tokens (a count says what it counts).
 _UNIT_TOKENS = ("gib", "mib", "gb_per_s", "tflop_per_s", "tera_op_per_s", "mhz", "_w", "usd", "kwh", "pue",
-                "fraction", "units", "per_node", "count", "vcpus", "year", "months")
+                "fraction", "units", "per_node", "count", "vcpus", "year", "months", "per_cycle")
 _DATE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?$")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 # a plain decimal: float() alone would also take "nan", "inf", "1_000" and surrounding whitespace

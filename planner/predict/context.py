@@ -8,13 +8,14 @@ step timing, memory, energy and cost below it take that plain value and never re
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from planner.errors import UnknownNameError
 from planner.hardware.catalog import Catalog, Device, load_catalog
+from planner.hardware.cpu import HostCpu, host_device, load_flop_rules, read_host
 from planner.hardware.efficiency import DatasheetEfficiency, Defaults, EfficiencyModel, load_defaults
 from planner.hardware.measured_bands import NO_BANDS, MeasuredBands, load_measured_bands
 from planner.predict.energy import PowerModel
@@ -63,6 +64,12 @@ class Context:
     bands: MeasuredBands = NO_BANDS
     """The measured end-to-end error of each tier on each device family (hardware_specs/efficiency/
     measured_bands.json); NO_BANDS: a prediction keeps its kernels' band."""
+    host: Callable[[], HostCpu] = read_host
+    """What `--device cpu` names: the local CPU as the system describes it (planner/hardware/cpu.py; a test
+    passes a reader of fixture text)."""
+    cpu_rules: str | None = None
+    """The FLOP-per-cycle table of CPUs without a profile (hardware_specs/cpu/flop_per_cycle.csv); None: the
+    shipped one."""
     _efficiency: dict = field(default_factory=dict, repr=False)
     _targets: dict = field(default_factory=dict, repr=False)
     _caches: dict = field(default_factory=dict, repr=False)
@@ -74,7 +81,10 @@ class Context:
         return self._caches.setdefault(name, {})
 
     def device(self, name: str) -> Device:
-        """A catalog device by id or alias, or a profiled device that is not in the catalog (a CPU)."""
+        """A catalog device by id or alias, a profiled device that is not in the catalog (a CPU), or "cpu": the
+        local CPU (local_cpu)."""
+        if name.strip().lower() == "cpu":
+            return self.local_cpu()
         try:
             return self.catalog.device(name)
         except UnknownNameError as exc:
@@ -84,7 +94,17 @@ class Context:
                 device = profile_device(self.profiles[key])
                 if device is not None:
                     return device
-            raise UnknownNameError("device", name, {*exc.valid, *self.profiles}, aliases=exc.aliases) from None
+            if key == self.local_cpu().id:
+                return self.local_cpu()
+            raise UnknownNameError("device", name, {*exc.valid, *self.profiles, "cpu"}, aliases=exc.aliases) from None
+
+    def local_cpu(self) -> Device:
+        """This machine's CPU: its calibration profile's device where it has one (tier measured), else its
+        datasheet figures read from the system (planner/hardware/cpu.py; tier datasheet). Read once per context."""
+        cache = self.cache("local_cpu")
+        if "device" not in cache:
+            cache["device"] = host_device(self.host(), load_flop_rules(self.cpu_rules), self.profiles)
+        return cache["device"]
 
     def efficiency(self, device: Device, tiers=ALL_TIERS) -> EfficiencyModel:
         """The efficiency model of `device` for an engine's kernel libraries (Engine.libraries: own, other, the
@@ -139,7 +159,8 @@ class Context:
 def with_catalog(ctx: Context, catalog: Catalog) -> Context:
     """`ctx` over another catalog (the shipped one with a user's own devices added): the same profiles
     and defaults, the power model of the new catalog, and empty caches."""
-    return Context(catalog, ctx.defaults, PowerModel.from_catalog(catalog), ctx.profiles, bands=ctx.bands)
+    return Context(catalog, ctx.defaults, PowerModel.from_catalog(catalog), ctx.profiles, bands=ctx.bands,
+                   host=ctx.host, cpu_rules=ctx.cpu_rules)
 
 
 @lru_cache(maxsize=1)
@@ -156,4 +177,6 @@ def default_context() -> Context:
     # a specs folder of its own without measured bands: its predictions keep their kernels' bands
     bands = NO_BANDS if bands_file is not None and not bands_file.is_file() else \
         load_measured_bands(str(bands_file) if bands_file else None)
-    return Context(catalog, defaults, PowerModel.from_catalog(catalog), profiles, bands=bands)
+    rules = Path(root) / "cpu" / "flop_per_cycle.csv" if root else None
+    return Context(catalog, defaults, PowerModel.from_catalog(catalog), profiles, bands=bands,
+                   cpu_rules=str(rules) if rules is not None and rules.is_file() else None)

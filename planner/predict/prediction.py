@@ -191,8 +191,17 @@ def make_prediction(target: Target, model, par: Parallelism, mode: str, dtype: s
         notes.append(f"does not fit: {memory.total_bytes / 1e9:.1f} GB needed per device, "
                      f"{memory.capacity_bytes / 1e9:.1f} GB usable; short by {memory.shortfall_bytes / 1e9:.1f} GB")
     return Prediction(model.name, device.id, par.devices, mode, dtype, par, eff.tier, target.band_fraction, memory,
-                      energy_j, basis, metrics, (f"devices.csv:{device.id} ({device.date})",), tuple(notes), engine,
+                      energy_j, basis, metrics, (_catalog_row(target),), tuple(notes), engine,
                       _profile_name(eff), target.power.source(device).label, target.band_basis)
+
+
+def _catalog_row(target) -> str:
+    """Where the device's figures come from: its devices.csv row, or for a device not in the catalog (a CPU read
+    from this host or from its calibration profile) the first clause of its source."""
+    device = target.device
+    if device.id in target.catalog.devices:
+        return f"devices.csv:{device.id} ({device.date})"
+    return f"{device.id}: {device.source.split(' (')[0]} ({device.date})"
 
 
 def _profile_name(eff) -> str | None:

@@ -129,7 +129,7 @@ OP_COLUMNS = ("index", "name", "shapes", "phase", "depth", "parent", "category",
 
 def trace_device(trace: Trace, device: str | None, ctx: Context) -> Device:
     """The device to read `trace` against: `device` when given, else the GPU its metadata names, else
-    (a CPU-only trace) this machine's CPU when it has a calibration profile."""
+    (a CPU-only trace) this machine's CPU (Context.local_cpu: its profile's, else its datasheet figures)."""
     if device:
         return ctx.device(device)
     if trace.device_name:
@@ -139,13 +139,9 @@ def trace_device(trace: Trace, device: str | None, ctx: Context) -> Device:
             raise ConfigError(f"the trace ran on '{trace.device_name[:80]}', which is not in the catalog: give "
                               "--device (a catalog id or a profiled device)")
         return ctx.device(found)
-    from planner.calibration.bench import local_device
-    local = local_device("cpu").id
-    if local in ctx.profiles:
-        return ctx.device(local)
-    profiled = sorted(k for k in ctx.profiles if k.startswith("cpu"))
-    raise ConfigError(f"the trace ran on a CPU only and this machine's CPU ('{local}') has no calibration profile: "
-                      f"give --device (profiled CPUs: {', '.join(profiled) or 'none'}; or run planner calibrate)")
+    # this machine's CPU: its calibration profile's device (tier measured), else its datasheet figures read
+    # from the system (tier datasheet; planner/hardware/cpu.py)
+    return ctx.local_cpu()
 
 
 def analyze(trace: Trace, device: str | None = None, *, engine: str = "eager", ctx: Context | None = None) -> TraceReport:

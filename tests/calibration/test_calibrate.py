@@ -31,8 +31,11 @@ def test_plan_covers_every_kind_early():
 
 @pytest.mark.slow
 def test_short_calibration_writes_a_complete_profile(tmp_path):
-    # the CI calibration: a 60 s budget over the full plan
-    path = calibrate("cpu", budget_s=60, out=tmp_path, log=lambda s: None)
+    # the CI calibration: a 60 s budget over the full plan, the fit and leave-one-out within it (10% slack for a
+    # busy host: one measurement or one leave-one-out refit may run past a deadline)
+    began = time.perf_counter()
+    path = calibrate("cpu", budget_s=60, out=tmp_path, log=lambda s: None, force=True)
+    assert time.perf_counter() - began <= 66
     profile = json.loads(path.read_text())
     for key in ("device_id", "device_name", "properties", "versions", "date", "duration_s", "measurements",
                 "ceilings", "leave_one_out"):
@@ -48,7 +51,8 @@ def test_short_calibration_writes_a_complete_profile(tmp_path):
 
 def _script(out: Path) -> str:
     return ("import sys; sys.path.insert(0, %r); from tests.calibration.test_calibrate import SMALL_PLAN; "
-            "from planner.calibration.calibrate import calibrate; calibrate('cpu', 120, %r, plan=SMALL_PLAN)") % (str(ROOT), str(out))
+            "from planner.calibration.calibrate import calibrate; "
+            "calibrate('cpu', 120, %r, plan=SMALL_PLAN, force=True)") % (str(ROOT), str(out))
 
 
 def test_interrupted_calibration_resumes_and_never_half_writes(tmp_path):

@@ -38,6 +38,7 @@ class Runs:
         self.measured: list[dict] = []
         monkeypatch.setattr(calibrate_module, "time", types.SimpleNamespace(perf_counter=lambda: self.now))
         monkeypatch.setattr(calibrate_module, "run_one", self.run_one)
+        monkeypatch.setattr(calibrate_module, "probe_round", lambda device: [1e-3, 2e-3])  # a quiet machine
 
     def run_one(self, entry: dict, device) -> dict:
         if self.stop_after is not None and len(self.measured) >= self.stop_after:
@@ -80,7 +81,8 @@ def _lines(path) -> list[dict]:
 
 
 def test_a_cut_last_line_is_dropped_and_later_appends_are_read_by_every_resume(runs, tmp_path):
-    # run 1 records 3 measurements (10, 20, 30 s), then Ctrl-C; the kill came mid-write of the third line
+    # run 1 records 3 measurements (10, 20, 30 s), then Ctrl-C (the header is rewritten: 30 s spent); the kill
+    # came mid-write of the third line
     runs.invoke(tmp_path, stop_after=3)
     partial = _partial(tmp_path)
     text = partial.read_text()
@@ -90,18 +92,20 @@ def test_a_cut_last_line_is_dropped_and_later_appends_are_read_by_every_resume(r
     # run 2: the cut line is dropped with a note, the file rewritten; 1 measurement is appended, then Ctrl-C
     log, measured = runs.invoke(tmp_path, stop_after=1)
     assert any("dropped the cut last line of partial.jsonl (line 4, 40 characters" in line for line in log)
-    assert any("resuming" in line and "2 of 7 measurements already done (20 s measured over 1 earlier run(s))" in line
-               for line in log)
+    # the time of the cut measurement was spent all the same: it counts against the budget
+    assert any("resuming" in line and "2 of 7 measurements already done (30 s of the budget spent over 1 earlier "
+               "run(s))" in line for line in log)
     assert measured == [PLAN[2]]  # the cut measurement runs again
     header, *records = _lines(partial)
-    assert header["spent_s"] == 20 and header["invocations"] == 2
+    assert header["spent_s"] == 40 and header["invocations"] == 2
     assert [r["key"] for r in records] == KEYS[:3]
-    assert [(r["spent_s"], r["invocation"]) for r in records] == [(10, 1), (20, 1), (30, 2)]
+    assert [(r["spent_s"], r["invocation"]) for r in records] == [(10, 1), (20, 1), (40, 2)]
 
     # run 3 reads all 3 records, including the one appended after the repair, and measures only the rest
     log, measured = runs.invoke(tmp_path, stop_after=2)
     assert not any("dropped" in line or "skipped" in line for line in log)
-    assert any("3 of 7 measurements already done (30 s measured over 2 earlier run(s))" in line for line in log)
+    assert any("3 of 7 measurements already done (40 s of the budget spent over 2 earlier run(s))" in line
+               for line in log)
     assert measured == PLAN[3:5]
     assert [r["key"] for r in _lines(partial)[1:]] == KEYS[:5]
 
@@ -117,7 +121,7 @@ def test_time_adds_up_across_invocations_into_the_profile(runs, tmp_path):
     assert profile["measured"] == len(PLAN) and not _partial(tmp_path).exists()
     # the bookkeeping of partial.jsonl is not part of a measurement
     assert all("spent_s" not in m and "invocation" not in m for m in profile["measurements"])
-    assert any("(7 measurements, 70 s over 3 runs)" in line for line in log)
+    assert any("(7 measurements, 70 s of the 3600 s budget over 3 runs;" in line for line in log)
 
 
 def test_an_invocation_interrupted_before_its_first_measurement_still_counts(runs, tmp_path):

@@ -73,7 +73,10 @@ def test_blank_stays_blank(cat):
     with pytest.raises(UnsupportedError, match="fp16"):
         v100.peak("bf16")
     assert cat.device("tpu-v5e").tdp_w is None  # not published
-    assert cat.device("epyc-9654").peak_flop_per_s == {}
+    # derived from cores x max boost x FLOP/cycle (hardware_specs/cpu/flop_per_cycle.csv, AMD family 25 row):
+    # 96 x 3.7e9 x 32 = 11.3664e12 fp32; 96 x 3.7e9 x 16 = 5.6832e12 fp64; bf16 at the fp32 rate
+    assert cat.device("epyc-9654").peak_flop_per_s == pytest.approx(
+        {"fp64": 5.6832e12, "fp32": 11.3664e12, "bf16": 11.3664e12})
     assert cat.device("epyc-9654").memory_bytes is None
     # measured with a CUDA context held (planner's NVML runs, 2026-11-23); a100 has no sourced idle power
     assert cat.device("h200-sxm").idle_w == pytest.approx(128.8)

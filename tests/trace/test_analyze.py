@@ -111,11 +111,18 @@ def test_the_resnet50_step_on_the_h100_reads_against_its_measured_eager_profile(
     assert len(timed) > 100 and (timed["attainable_s"] > 0).all()
 
 
-def test_a_cpu_trace_without_a_device_needs_a_profiled_cpu(traces, monkeypatch):
-    from planner.calibration import bench
-    from planner.errors import ConfigError
+def test_a_cpu_trace_without_a_device_reads_against_this_cpu_on_the_datasheet_tier_without_a_profile(traces):
+    from planner.hardware.cpu import parse_host
+    from planner.predict.context import Context
     from planner.trace.analyze import trace_device
 
-    monkeypatch.setattr(bench, "local_device", lambda spec: bench.LocalDevice("cpu-unknown-9c", "cpu", "cpu", "x", {}))
-    with pytest.raises(ConfigError, match="give --device"):
-        trace_device(read_trace(traces["cnn_forward"].path), None, default_context())
+    ctx = default_context()
+    # this machine's CPU as a host no profile covers describes it (planner/hardware/cpu.py reads /proc/cpuinfo)
+    cpuinfo = "processor: 0\nvendor_id: GenuineIntel\ncpu family: 6\nmodel: 85\nmodel name: Test CPU @ 3.00GHz\n" \
+              "core id: 0\nflags: avx2 fma avx512f\n"
+    here = Context(ctx.catalog, ctx.defaults, ctx.power, ctx.profiles, bands=ctx.bands, host=lambda: parse_host(cpuinfo))
+    trace = read_trace(traces["cnn_forward"].path)
+    device = trace_device(trace, None, here)
+    assert device.id == "cpu-intel-test-cpu-3-00ghz-6-85-1c" and device.id not in ctx.profiles
+    assert device.peak("fp32") == 1 * 3.0e9 * 64  # 1 core x 3 GHz x 64 FLOP/cycle (2 AVX-512 FMA)
+    assert analyze(trace, ctx=here).tier == "datasheet"
