@@ -24,7 +24,6 @@ import hashlib
 import json
 import math
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -43,7 +42,20 @@ from planner.calibration.bench import (
     synchronize,
     versions,
 )
+from planner.calibration.budget import (
+    BUSY_CV,
+    LOO_MAX_POINTS,
+    MIN_LOO_S,
+    PROBE_ROUNDS,
+    PROBES,
+    BusyMachineError,
+    _steal_ticks,
+    loo_seconds,
+    reserve_s,
+    variation,
+)
 from planner.calibration.loo import leave_one_out
+from planner.calibration.plan import MEMORY_KINDS, build_plan
 from planner.calibration.resume import (
     BOOKKEEPING,
     device_folder,
@@ -65,107 +77,6 @@ _TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfl
 TRANSCENDENTAL = frozenset({"aten.gelu", "aten.silu", "aten.tanh", "aten.exp", "aten.sigmoid", "aten.erf",
                             "aten.pow", "aten.rsqrt", "aten.sqrt", "aten.log", "aten.sin", "aten.cos",
                             "aten.gelu_backward", "aten.silu_backward", "aten.tanh_backward", "aten.sigmoid_backward"})
-MEMORY_KINDS = ("add", "gelu", "sum", "layer_norm", "softmax", "copy", "batch_norm", "maxpool")
-
-
-def _grid(kind: str, device: LocalDevice) -> list[dict]:
-    cpu = device.kind == "cpu"
-    max_flop = 2e10 if cpu else 4e12
-    plan: list[dict] = []
-    dtypes = ["fp32", "bf16"] if cpu else ["fp32", "tf32", "bf16", "fp16"]
-    if not cpu and _fp8_ok(device):
-        dtypes.append("fp8")
-    if kind == "gemm":
-        # layout "nt" is nn.Linear's (weight stored [N, K], used transposed): a grid of powers of 2, dense
-        # where models' GEMMs live; "nn" (both operands row-major) and the other dtypes on powers of 4
-        fine_m = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]
-        fine_nk = [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
-        coarse_m, coarse_nk = [1, 8, 64, 256, 1024, 4096], [64, 256, 1024, 4096, 16384, 65536]
-        for di, dtype in enumerate(dtypes):
-            for layout in ("nt", "nn") if di == 0 else ("nt",):
-                fine = di == 0 and layout == "nt"
-                for m in fine_m if fine else coarse_m:
-                    for n in fine_nk if fine else coarse_nk:
-                        for k in (fine_nk if fine else coarse_nk)[:-1]:
-                            if 2 * m * n * k <= max_flop:
-                                plan.append({"kind": "gemm", "dtype": dtype, "layout": layout, "m": m, "n": n, "k": k})
-        # a large square GEMM first (it sets the measured peak), then coarse to fine
-        plan.sort(key=lambda e: (e["dtype"] != "fp32", e["layout"] != "nt", -(e["m"] == e["n"] == e["k"] == 1024),
-                                 _coarse(e)))
-    elif kind == "bmm":
-        for b in (8, 48):
-            for m in (64, 256, 1024):
-                for k in (64, 256):
-                    plan.append({"kind": "bmm", "dtype": "fp32", "b": b, "m": m, "n": m, "k": k})
-    elif kind == "attention":
-        for bh in (12, 48):
-            for s in (64, 256, 1024):
-                for causal in (True, False):
-                    plan.append({"kind": "attention", "dtype": "fp32", "bh": bh, "sq": s, "sk": s, "d": 64,
-                                 "causal": causal})
-            for sk in (128, 512, 2048):
-                plan.append({"kind": "attention", "dtype": "fp32", "bh": bh, "sq": 1, "sk": sk, "d": 64,
-                             "causal": False})
-    elif kind == "conv":
-        plan.extend(_conv_shapes())
-    elif kind == "memory":
-        top = 27 if cpu else 30
-        # the cold copy sets the bandwidth ceiling: large sizes first
-        for exp in range(top + 1, 19, -2):
-            plan.append({"kind": "copy", "dtype": "fp32", "bytes": 2**exp, "warm": False})
-        # warm kernels coarse to fine: every 4th size, then the ones between
-        exps = list(range(12, top + 1))
-        for phase in (0, 2, 1, 3):
-            for exp in exps[phase::4]:
-                for kind_name in MEMORY_KINDS:
-                    plan.append({"kind": kind_name, "dtype": "fp32", "bytes": 2**exp, "warm": True})
-    elif kind == "overhead":
-        plan += [{"kind": "launch", "dtype": "fp32"}, {"kind": "view", "dtype": "fp32"}]
-    elif kind == "h2d" and not cpu:
-        for exp in range(16, 31, 2):
-            plan.append({"kind": "h2d", "dtype": "fp32", "bytes": 2**exp, "warm": False})
-    return plan
-
-
-def _coarse(entry: dict) -> int:
-    # points on the coarse sub-grid (powers of 4) come first, so a cut budget keeps coverage
-    return sum(int(math.log2(entry[k])) % 2 for k in ("m", "n", "k") if k in entry)
-
-
-def _conv_shapes() -> list[dict]:
-    """Convolutions of ResNet-style bottleneck and basic blocks and ViT patch embeddings, at batch
-    2 and 16 and resolutions 160 and 224 (implicit-GEMM sizes that bracket common CNN layers)."""
-    shapes = []
-    for batch in (2, 16):
-        for res in (160, 224):
-            s = [res // 4, res // 8, res // 16, res // 32]
-            shapes.append((batch, 3, res, 64, 7, 2, 3))
-            for size, width in zip(s, (64, 128, 256, 512)):
-                shapes += [(batch, width * 4, size, width, 1, 1, 0), (batch, width, size, width, 3, 1, 1),
-                           (batch, width, size, width * 4, 1, 1, 0)]
-            for size, width in zip(s[1:], (128, 256, 512)):
-                shapes.append((batch, width, size * 2, width, 3, 2, 1))
-            for dim in (384, 1024):
-                shapes.append((batch, 3, res, dim, 16, 16, 0))
-    return [{"kind": "conv", "dtype": "fp32", "n": n, "cin": cin, "hw": hw, "cout": cout, "ksize": k, "stride": st,
-             "pad": pad} for n, cin, hw, cout, k, st, pad in shapes]
-
-
-def _fp8_ok(device: LocalDevice) -> bool:
-    cap = device.properties.get("capability", "0.0")
-    return tuple(int(x) for x in cap.split(".")) >= (8, 9) and hasattr(torch, "_scaled_mm")
-
-
-def build_plan(device: LocalDevice) -> list[dict]:
-    """Every measurement of a full calibration, in priority order (round-robin over kinds)."""
-    groups = [_grid(k, device) for k in ("overhead", "gemm", "memory", "attention", "conv", "bmm", "h2d")]
-    plan: list[dict] = []
-    # round-robin so that a budget cut anywhere leaves every kind covered
-    while any(groups):
-        for g in groups:
-            if g:
-                plan.append(g.pop(0))
-    return plan
 
 
 def _cache_bytes(device: LocalDevice) -> float:
@@ -350,49 +261,10 @@ def sample_power(device: LocalDevice, seconds: float = 2.0) -> dict | str:
     return out
 
 
-PROBES = ({"kind": "gemm", "dtype": "fp32", "layout": "nt", "m": 256, "n": 256, "k": 256},
-          {"kind": "add", "dtype": "fp32", "bytes": 2**22, "warm": True})
-"""Fixed points measured again at the start and at the end of every run (not plan entries: they are not
-in the profile): a compute-bound GEMM of 34 MFLOP and a memory-bound add over 4 MiB, each a few ms."""
-PROBE_ROUNDS = 3
-"""Rounds of the probes at each end of a run: 6 times per probe in a whole run, 2 x 3 x ~0.05 s."""
-BUSY_CV = 0.10
-"""The coefficient of variation of a probe's repeated times above which the machine is called busy.
-Measured with benchmarks/calibrate_busy.py on the 2-core development VM (which other jobs share, load
-average 1-6 during the runs): the largest probe CV per trial was 1.1-2.5% with no added load in 3 trials of
-4 (the fourth caught a burst of the VM's other jobs: 194%); beside one busy-loop process 92-218% in all 9
-trials (a GEMM's two threads share the cores with it, some rounds and not others). Beside two busy loops it
-was 2-4% in 4 trials of 4 when the VM was otherwise quiet: an even load on every core slows the probes
-steadily, and a coefficient of variation cannot see it. 10% lies well above the quiet figures."""
-
-
 def probe_round(device: LocalDevice, measure_one: Callable[[dict, LocalDevice], dict] | None = None) -> list[float]:
     """One round of PROBES: each one's median time, in seconds, in PROBES order."""
     measure_one = measure_one or run_one
     return [measure_one(dict(entry), device)["time_s"] for entry in PROBES]
-
-
-def variation(rounds: list[list[float]]) -> float:
-    """The largest coefficient of variation (sample standard deviation / mean) over the probes of
-    `rounds` (one list of times per round, one time per probe); 0 with fewer than two rounds.
-    E.g. [[1, 10], [3, 10]]: the first probe's CV is sqrt(2) / 2 = 0.707, the second's 0."""
-    if len(rounds) < 2:
-        return 0.0
-    worst = 0.0
-    for times in zip(*rounds):
-        mean = sum(times) / len(times)
-        if mean > 0:
-            worst = max(worst, statistics.stdev(times) / mean)
-    return worst
-
-
-def _steal_ticks() -> int | None:
-    """CPU time stolen by the hypervisor so far (/proc/stat), in clock ticks; None off Linux."""
-    try:
-        fields = open("/proc/stat").readline().split()
-        return int(fields[8]) if fields[0] == "cpu" and len(fields) > 8 else None
-    except OSError:
-        return None
 
 
 def outliers(measurements: list[dict], threshold: float = 0.15) -> list[int]:
@@ -483,54 +355,6 @@ def _progress(done: int, total: int, entry: dict, left_s: float) -> None:
     sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {entry['kind']} {label:<48} "
                      f"{max(0.0, left_s):5.0f} s left")
     sys.stderr.flush()
-
-
-LOO_MAX_POINTS = 400
-"""Most points a calibration's leave-one-out judges (a seeded sample, round-robin over the model keys:
-planner/calibration/loo.py); the profile's `leave_one_out` says how many it judged of how many."""
-LOO_SHARE = 0.05
-"""Share of the budget leave-one-out may take, at most LOO_MAX_S: 30 s of the default 600 s. At 0.025 s
-a point (1,431 points on a full GEMM grid; 1-6 ms below 400 points; benchmarks/calibrate_fit_speed.py on
-the 2-core VM) that judges every point of the sample; a GEMM grid with holes takes up to ~0.1 s a point
-on a busy host, and the deadline then cuts the sample short."""
-LOO_MAX_S = 30.0
-FIT_S_PER_POINT = 1.4e-4
-"""Seconds of the ceilings and one fit of the model per measured point: 0.20 s for 1,431 points, 0.036 s
-for 400 (benchmarks/calibrate_fit_speed.py, the 2-core development VM, other jobs running)."""
-FIT_FIXED_S = 3.0
-"""Seconds kept for the rest of the end of a run whatever its size: the first fit's imports and catalog
-load (~1 s), the end probes (~0.25 s idle) and writing the profile (~0.1 s), with room for a busy host."""
-MIN_LOO_S = 2.0
-"""Leave-one-out gets at least min(MIN_LOO_S, LOO_SHARE x budget) even when the budget is spent (a resumed
-run whose earlier runs used it up): a profile always records some band, the overrun bounded."""
-
-
-def reserve_s(points: int, budget_s: float) -> float:
-    """Seconds of `budget_s` kept back from measuring for what comes after it, for a plan of `points`:
-    the fit (10x its measured cost per point, for a busy host), FIT_FIXED_S, and leave-one-out's share.
-    E.g. 1,674 points and 600 s: 3 + 10 x 1.4e-4 x 1,674 + 30 = 35.3 s; 60 s: 3 + 2.34 + 3 = 8.3 s."""
-    return FIT_FIXED_S + 10 * FIT_S_PER_POINT * points + loo_seconds(budget_s)
-
-
-def loo_seconds(budget_s: float) -> float:
-    """Seconds leave-one-out may take in a run of `budget_s`: LOO_SHARE of it, at most LOO_MAX_S."""
-    return min(LOO_MAX_S, LOO_SHARE * budget_s)
-
-
-def process_age_s() -> float:
-    """Seconds since this process started (Linux /proc; 0 elsewhere): the interpreter's start-up and
-    imports count against the budget of the command that ran them."""
-    try:
-        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
-        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in ticks since boot
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0.0
-    return min(max(uptime - started, 0.0), 600.0)
-
-
-class BusyMachineError(ConfigError):
-    """The busy-machine probes varied more than BUSY_CV between repeats: no profile was written."""
 
 
 def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Path | None = None,

@@ -48,14 +48,14 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from planner.calibration.bench import check_seconds, local_device
     import time
 
+    from planner.calibration.bench import check_seconds, local_device
+    from planner.calibration.budget import process_age_s
     from planner.calibration.calibrate import (
         DEFAULT_OUT,
         MAX_BUDGET_S,
         calibrate,
-        process_age_s,
         recheck_profile,
         refit,
     )

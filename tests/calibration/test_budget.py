@@ -11,14 +11,8 @@ import pytest
 
 import planner.calibration.calibrate as calibrate_module
 from planner.calibration.bench import local_device
-from planner.calibration.calibrate import (
-    BUSY_CV,
-    BusyMachineError,
-    calibrate,
-    process_age_s,
-    reserve_s,
-    variation,
-)
+from planner.calibration.budget import BUSY_CV, BusyMachineError, process_age_s, reserve_s, variation
+from planner.calibration.calibrate import calibrate
 from planner.calibration.loo import leave_one_out, sample_order
 from planner.hardware.fit_report import fit_report
 from tests.calibration.test_resume import Interrupted, Runs
