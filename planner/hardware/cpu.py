@@ -37,7 +37,7 @@ DEFAULT_MEM_BYTES_PER_S_PER_CORE = 4.8e9
 one core in the AMD EPYC 9654's 460.8 GB/s (12 channels of DDR5-4800 x 8 bytes) over its 96 cores, the lower of
 the two catalog CPUs (Xeon Platinum 8480+: 307.2 GB/s over 56 cores = 5.49 GB/s); both from their datasheets
 (hardware_specs/devices.csv, 2026-11). A copy through PyTorch on the 2-vCPU Xeon VM of this workplace read
-8.3 GB/s counting read plus written bytes (2026-12-01), within 15% of 2 x 4.8."""
+8.3 GB/s counting read plus written bytes (2026-11-29), within 15% of 2 x 4.8."""
 DEFAULT_CLOCK_HZ = 2.0e9
 """Clock where the system gives none (no cpufreq, no "@ x.xxGHz" in the model name, no "cpu MHz": most Arm
 hosts in a VM): the Xeon Platinum 8480+'s 2.0 GHz base clock (Intel ARK, via hardware_specs/devices.csv), the
@@ -353,7 +353,7 @@ def datasheet_device(host: HostCpu, rules: tuple[FlopRule, ...]) -> Device:
     """The Device of `host` from its datasheet figures (tier datasheet): peaks from the FLOP/cycle table, the
     bandwidth and memory read; the source names every figure's origin."""
     rule = flop_rule(host, rules) or FlopRule("*", "", None, "", frozenset(), "scalar", {"fp32": 2.0, "fp64": 2.0},
-                                              "one scalar FMA per cycle", "2026-12")
+                                              "one scalar FMA per cycle", "2026-11")
     peaks = peak_flop_per_s(host.cores, host.clock_hz, rule)
     name = host.model_name or (f"{host.vendor} {rule.microarchitecture}" if host.vendor else "CPU")
     per_cycle = ", ".join(f"{k} {v:g}" for k, v in rule.flop_per_cycle.items())
