@@ -190,20 +190,31 @@ def _number(value):
     return int(value) if value.is_integer() and abs(value) < 2**53 else value
 
 
+def mix_rows(frame: pd.DataFrame) -> list[tuple[int, dict]]:
+    """(row number from 1, {column: cell}) of each filled row of a length-mix table (MIX_LABELS' columns), the
+    rows left wholly empty skipped (a row added and not filled); ConfigError naming a row with some cells empty:
+    "Length mix, row 2: share (0-1) is empty". The Plan form and the Serving page read their mixes through it."""
+    from planner.errors import ConfigError
+    filled = []
+    for i, row in enumerate(frame.to_dict("records"), 1):
+        cells = {k: row.get(k) for k in MIX_LABELS}
+        if all(_blank(v) for v in cells.values()):
+            continue
+        empty = [MIX_LABELS[k] for k, v in cells.items() if _blank(v)]
+        if empty:
+            raise ConfigError(f"Length mix, row {i}: {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} "
+                              "empty")
+        filled.append((i, cells))
+    return filled
+
+
 def form_scenario(values: dict, mix: pd.DataFrame, catalog) -> tuple[dict, list[int]]:
     """The scenario mapping of the form's `values` (FORM_FIRST's keys) and length `mix` (input_len, output_len,
     share), for planner.plan.scenario.parse; and the table row (from 1) of each bucket. ConfigError, in the form's
     words, for what the form itself lacks (an empty cell, no SLO, no pricing, no device on the chosen clouds)."""
     from planner.errors import ConfigError
     buckets, rows = [], []
-    for i, row in enumerate(mix.to_dict("records"), 1):
-        cells = {k: row.get(k) for k in MIX_LABELS}
-        if all(_blank(v) for v in cells.values()):
-            continue  # a row added and left empty
-        empty = [MIX_LABELS[k] for k, v in cells.items() if _blank(v)]
-        if empty:
-            raise ConfigError(f"Length mix, row {i}: {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} "
-                              "empty")
+    for i, cells in mix_rows(mix):
         buckets.append({k: _number(v) for k, v in cells.items()})
         rows.append(i)
     if not buckets:

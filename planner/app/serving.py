@@ -20,7 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.app.common import band_text, context, dated, device_ids, fmt_s, hardware_key, purpose, shown
-from planner.app.plan import FIRST_MIX, MIX_LABELS, _blank
+from planner.app.plan import FIRST_MIX, MIX_LABELS, mix_rows
 from planner.app.serving_charts import (
     STATS,
     X_RATE,
@@ -298,14 +298,7 @@ def mix_buckets(frame: pd.DataFrame) -> tuple[tuple[int, int, float], ...]:
     words, naming the table's row (from 1): "Length mix, row 2: share (0-1) is empty"."""
     from planner.serve.load import mix_lengths
     buckets, rows = [], []
-    for i, row in enumerate(frame.to_dict("records"), 1):
-        cells = {k: row.get(k) for k in MIX_LABELS}
-        if all(_blank(v) for v in cells.values()):
-            continue  # a row added and left empty
-        empty = [MIX_LABELS[k] for k, v in cells.items() if _blank(v)]
-        if empty:
-            raise ConfigError(f"Length mix, row {i}: {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} "
-                              "empty")
+    for i, cells in mix_rows(frame):
         values = [cell_number(cells[k]) for k in MIX_LABELS]
         if isinstance(values[1], (int, float)) and values[1] > MAX_OUTPUT_TOKENS:
             raise ConfigError(f"Length mix, row {i}: {MIX_LABELS['output_len']} is {values[1]:,}, above the page's "
