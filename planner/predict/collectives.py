@@ -116,6 +116,8 @@ class Lookup:
     """Which curve, from which source, and how it was read (for the prediction's notes)."""
     exact: bool
     """True when the measured (op, GPUs, nodes) curve itself was read, False when scaled from another count."""
+    side: int = 0
+    """-1 below the curve's smallest measured size, 0 within its measured range, 1 above its largest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,10 +164,11 @@ def _read(dc: DeviceCurves, candidates: list[Curve], op: str, message_bytes: flo
            "above the largest measured size: its asymptotic bus bandwidth" if message_bytes > b[-1] else
            "a measured point" if message_bytes in b else "interpolated in log-log")
     basis = f"{dc.device} {curve.label()} ({dc.source(curve.source)}), {how}"
+    side = -1 if message_bytes < b[0] else 1 if message_bytes > b[-1] else 0
     if curve.gpus == gpus:
-        return Lookup(t, basis, True)
+        return Lookup(t, basis, True, side)
     scale = bus_factor(op, gpus) / bus_factor(op, curve.gpus)
-    return Lookup(t * scale, f"{basis}, scaled to {gpus} GPUs by the ring factor ({scale:.3f})", False)
+    return Lookup(t * scale, f"{basis}, scaled to {gpus} GPUs by the ring factor ({scale:.3f})", False, side)
 
 
 # ------------------------------------------------------------------ loading

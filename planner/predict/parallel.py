@@ -29,6 +29,7 @@ from planner.errors import ConfigError
 from planner.hardware.catalog import Device
 from planner.hardware.efficiency import Defaults
 from planner.memo import IdentityMemo
+from planner.predict import nccl_model
 from planner.predict.collectives import DeviceCurves, band_fraction, device_curves
 from planner.workload.device_graph import DeviceGraph
 from planner.workload.engines import engines
@@ -119,10 +120,21 @@ def _estimate(kind: str, message_bytes: float, n: int, device: Device, defaults:
         return _inside(kind, message_bytes, n, device, defaults, curves, engine)
     g, nodes = per_node, math.ceil(n / per_node)
     measured = curves.find(kind, n, nodes) if curves else None
+    if measured is not None and message_bytes <= measured.message_bytes[-1]:
+        t = measured.time_at_s(message_bytes)
+        model = _nccl(kind, message_bytes, n, device, per_node)
+        if message_bytes < measured.message_bytes[0] and model is not None and model.time_s < t:
+            return model  # below the measured sizes: the model, at most the smallest measured time
+        return CollectiveTime(t, "published",
+                              f"{device.id} {measured.label()} ({curves.source(measured.source)}), measured across "
+                              "nodes", band_fraction(device.id))
+    model = _nccl(kind, message_bytes, n, device, per_node)
+    if model is not None:
+        return model
     if measured is not None:
         return CollectiveTime(measured.time_at_s(message_bytes), "published",
                               f"{device.id} {measured.label()} ({curves.source(measured.source)}), measured across "
-                              "nodes", band_fraction(device.id))
+                              "nodes, above its largest size", None)
     _, out = links(device, defaults)
     if out is None:
         raise ConfigError(f"{device.id} has no sourced scale-out bandwidth: a {n}-device group spans nodes of "
@@ -148,18 +160,37 @@ def _inside(kind: str, message_bytes: float, n: int, device: Device, defaults: D
     """A collective inside one node: the measured curve (or the engine's own all-reduce where faster), else
     the formula over the scale-up link."""
     nccl = curves.lookup(kind, message_bytes, n) if curves else None
-    if nccl is None:
-        up, _ = links(device, defaults)
-        best = CollectiveTime(_flat(kind, message_bytes, n, up), "datasheet",
-                              "alpha-beta formula over the scale-up link", None)
+    model = _nccl(kind, message_bytes, n, device, n)
+    if nccl is None or (model is not None and (nccl.side > 0 or (nccl.side < 0 and model.time_s < nccl.time_s))):
+        # no curve, or outside its measured sizes: NCCL's model (below them at most the smallest measured time)
+        if model is not None:
+            best = model
+        else:
+            up, _ = links(device, defaults)
+            best = CollectiveTime(_flat(kind, message_bytes, n, up), "datasheet",
+                                  "alpha-beta formula over the scale-up link", None)
     else:
-        best = CollectiveTime(nccl.time_s, "published", nccl.basis, band_fraction(device.id) if nccl.exact else None)
+        best = CollectiveTime(nccl.time_s, "published", nccl.basis,
+                              band_fraction(device.id) if nccl.exact and nccl.side == 0 else None)
     if kind == "allreduce" and curves and engine and _engine_has_custom_allreduce(engine):
         own = curves.custom_lookup(engine, message_bytes, n)
         if own is not None and own.time_s < best.time_s:
             best = CollectiveTime(own.time_s, "published", own.basis,
                                   band_fraction(device.id) if own.exact else None)
     return best
+
+
+def _nccl(kind: str, message_bytes: float, n: int, device: Device, per_node: int) -> CollectiveTime | None:
+    """NCCL's own model (planner/predict/nccl_model.py) of an all-reduce, all-gather or reduce-scatter, with the
+    algorithm and protocol it picks named in the basis; None where it does not apply (other ops, devices that
+    are not NVIDIA GPUs of a known generation, nodes without a network)."""
+    if kind not in nccl_model.MODELLED:
+        return None
+    topo = nccl_model.topology(device, n, per_node)
+    if topo is None:
+        return None
+    choice = nccl_model.best(kind, message_bytes, topo)
+    return CollectiveTime(choice.time_s, "datasheet", nccl_model.describe(choice, topo), None)
 
 
 def _engine_has_custom_allreduce(engine: str) -> bool:

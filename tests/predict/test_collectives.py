@@ -21,6 +21,7 @@ from planner.predict.collectives import (
     parse_curves,
     summary,
 )
+from planner.predict import nccl_model
 from planner.predict.ops import predict_op
 from planner.predict.parallel import _flat, collective_estimate, collective_time_s, links
 
@@ -141,23 +142,26 @@ def test_devices_with_curves_read_them_and_the_rest_keep_the_formula():
     assert est.tier == "datasheet" and est.time_s == pytest.approx(_flat("allreduce", 1e9, 8, up))
 
 
-def test_across_nodes_the_measured_two_node_curve_then_the_scale_out_formula():
+def test_across_nodes_the_measured_two_node_curve_then_nccls_model():
     cat, defaults = load_catalog(), load_defaults()
     a100 = cat.device("a100-sxm-80gb")
     two = device_curves("a100-sxm-80gb").find("allreduce", 16, 2)
     assert collective_time_s("allreduce", 1e8, 16, a100, defaults) == pytest.approx(two.time_at_s(1e8))
-    # 4 nodes of 8: the 2-node measurement plus the formula's extra ring steps across nodes; the parts
-    # inside the node cancel, leaving cross(4) - cross(2) on 1e8/8 bytes over the 25 GB/s x 0.8 link
-    _, out = links(a100, defaults)
-    extra = _flat("allreduce", 1e8 / 8, 4, out) - _flat("allreduce", 1e8 / 8, 2, out)
-    assert collective_time_s("allreduce", 1e8, 32, a100, defaults) == pytest.approx(two.time_at_s(1e8) + extra)
-    # h100-sxm has no curve across nodes: hierarchical, measured inside each node
+    # 4 nodes of 8: no measurement, so NCCL's model (planner/predict/nccl_model.py) of that topology
+    est = collective_estimate("allreduce", 1e8, 32, a100, defaults)
+    choice = nccl_model.best("allreduce", 1e8, nccl_model.topology(a100, 32, 8))
+    assert est.time_s == pytest.approx(choice.time_s) and est.tier == "datasheet"
+    assert f"{choice.algorithm}/{choice.protocol} picked" in est.basis
+    # h100-sxm has no curve across nodes: the model; 1 GB on 2 x 8 H100 picks NVLink SHARP's tree
     h100 = cat.device("h100-sxm")
     est = collective_estimate("allreduce", 1e9, 16, h100, defaults)
+    assert "NVLS tree/Simple picked" in est.basis
+    # all-to-all is not in NCCL's model: still hierarchical over the measured curves inside each node
     dc = device_curves("h100-sxm")
     _, out = links(h100, defaults)
-    inner = dc.lookup("reducescatter", 1e9, 8).time_s + dc.lookup("allgather", 1e9, 8).time_s
-    assert est.time_s == pytest.approx(inner + _flat("allreduce", 1e9 / 8, 2, out)) and est.tier == "published"
+    est = collective_estimate("alltoall", 1e9, 16, h100, defaults)
+    inner = dc.lookup("alltoall", 1e9 * 8 / 16, 8).time_s
+    assert est.time_s == pytest.approx(inner + 1 * out.latency_s + 1e9 * 8 / 16 / out.bytes_per_s)
 
 
 def test_a_pcie_pair_server_is_timed_from_its_measured_curve_without_a_scale_out_link():
