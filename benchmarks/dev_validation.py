@@ -101,6 +101,9 @@ import output  # benchmarks/output.py: --out PATH, --save
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "dev_measurements.csv"
+# the dev set: the shared 250 rows, and the project's own published AMD Instinct and collective rows (same columns)
+DEV_SET = tuple(p for p in (DATA, ROOT / "benchmarks" / "data" / "amd_measurements.csv",
+                            ROOT / "benchmarks" / "data" / "collective_measurements.csv") if p.is_file())
 sys.path.insert(0, str(ROOT))
 
 from planner.errors import PlannerError  # noqa: E402
@@ -174,6 +177,8 @@ HARDWARE = (  # (pattern on the hardware column, catalog id or None, GPU label, 
     (r"^V100 SXM2 16GB", "v100-sxm2-32gb", "V100 SXM2 16GB",
      "16 GB part as v100-sxm2-32gb (same chip, clocks and bandwidth)"),
     (r"^V100 32GB", "v100-sxm2-32gb", "V100 32GB (form factor not stated)", "form factor not stated: as SXM2"),
+    (r"MI325X", "mi325x", "MI325X", None),
+    (r"MI355X", "mi355x", "MI355X", None),
     (r"MI300X", "mi300x", "MI300X", None),
     (r"^T4\b", "t4", "T4", None),
     (r"^L4\b", "l4", "L4", None),
@@ -185,6 +190,8 @@ PRECISIONS = (  # (pattern on the precision column, planner precision (planner/w
     (r"INT4", "weights=int4", "INT4 weight-only as weights=int4 (group 128 scales; the row's group may differ)"),
     (r"INT8", "weights=int8", "INT8 weight-only as weights=int8 (per-channel scales)"),
     (r"FP8 KV", "kv=fp8", "BF16 weights with an FP8 KV cache as kv=fp8 (attention at bf16)"),
+    (r"MXFP4 weights\+activations", None, "MXFP4 weights and activations on every GEMM (W4A4) has no planner "
+     "recipe (mxfp4-moe is MXFP4 experts only)"),
     (r"MXFP4|native weights", "mxfp4-moe", "gpt-oss's native checkpoint: MXFP4 experts, BF16 attention and "
      "embeddings (recipe mxfp4-moe)"),
     (r"NVFP4", "nvfp4", None),
@@ -386,8 +393,10 @@ def parallel_layout(row: dict, mode: str) -> dict:
     cp = re.search(r"CP=(\d+)", text)
     if cp and int(cp.group(1)) > 1:
         raise NotExpressed(f"parallelism not modelled: context parallelism ({text})")
-    tp = int(m.group(1)) if (m := re.search(r"TP=(\d+)", text)) else 1
-    pp = int(m.group(1)) if (m := re.search(r"PP=(\d+)", text)) else 1
+    tp = int(m.group(1)) if (m := re.search(r"\bTP\s?=?\s?(\d+)", text)) else 1
+    pp = int(m.group(1)) if (m := re.search(r"\bPP\s?=?\s?(\d+)", text)) else 1
+    if "one model instance" in text and not re.search(r"\bTP\s?=?\s?\d", text):
+        tp = gpus // pp  # one instance over every GPU, its split not stated: tensor-parallel over all of them
     if "layer-wise pipeline" in text:
         pp = gpus
     if mode == "training" and pp > 1:
@@ -666,7 +675,7 @@ def predict_model(plan: Plan, metric: str, ctx, cache: dict) -> tuple[float, dic
                  "s_per_batch": lambda: m["latency_s"],
                  "ms_per_generated_token_amortized": lambda: m["latency_s"] / (batch * tokens_out) * 1e3}[metric]()
     plan.settings["request"] = fields
-    return value, {"fits": p.fits, "tier": p.tier}
+    return value, {"fits": p.fits, "tier": p.tier, "band_fraction": p.band_fraction}
 
 
 def serve_model(plan: Plan, ctx, cache: dict) -> tuple[float, dict]:
@@ -689,19 +698,20 @@ def serve_model(plan: Plan, ctx, cache: dict) -> tuple[float, dict]:
         "ttft_p50_s": m.ttft_s.p50, "tpot_mean_s": m.tpot_s.mean, "itl_p50_s": m.itl_s.p50,
         "output_tokens_per_s": m.output_tokens_per_s, "requests_per_s": m.requests_per_s,
         "little_error": m.little_error, "notes": list(r.notes)}
-    return got * read["scale"], {"fits": m.rejected == 0, "tier": r.tier}
+    return got * read["scale"], {"fits": m.rejected == 0, "tier": r.tier, "band_fraction": r.band_fraction}
 
 
 def predict_ops(plan: Plan, metric: str, ctx) -> tuple[float, dict]:
-    values, tier = [], None
+    values, tier, bands = [], None, []
     for call in plan.settings["ops"]:
         args = {k: v for k, v in call.items() if k != "op"}
         r = predict_op(call["op"], plan.device, ctx=ctx, **args)
         tier = r.tier
+        bands.append(r.band_fraction)
         values.append({"tflop_per_s": r.rate / 1e12, "gb_per_s": r.rate / 1e9, "busbw_gb_per_s": r.rate / 1e9,
                        "time_us": r.time_s * 1e6}[metric])
         call.update(predicted=values[-1], time_s=r.time_s, bound=r.bound)
-    return max(values), {"fits": None, "tier": tier}
+    return max(values), {"fits": None, "tier": tier, "band_fraction": max(bands)}
 
 
 def attempt(row: dict, load: dict | None, measured: float, ctx, cache: dict) -> dict:
@@ -726,14 +736,17 @@ def attempt(row: dict, load: dict | None, measured: float, ctx, cache: dict) -> 
         reason = f"planner error: {type(exc).__name__}: {exc}"
         return {"expressed": False, "reason": reason, "settings": plan.settings, "traceback": traceback.format_exc()}
     ln_ratio = math.log(predicted / measured)
+    # the printed band is log-symmetric (planner/units.py band): value / (1 + f) .. value x (1 + f)
+    extra["band_covers"] = abs(ln_ratio) <= math.log1p(extra["band_fraction"])
     return {"expressed": True, "predicted": predicted, "ln_ratio": ln_ratio, "abs_ln_ratio": abs(ln_ratio),
-            "device": plan.device, "device_match": plan.device_match, "gpu": plan.gpu, **extra,
+            "device": plan.device, "device_match": plan.device_match, "gpu": plan.gpu,
+            "vendor": "AMD Instinct" if re.match(r"mi\d", plan.device) else "NVIDIA" if plan.gpu else "other", **extra,
             "settings": {**plan.settings, "notes": plan.notes}}
 
 
 def evaluate(row: dict, ctx, cache: dict) -> dict:
     load = serving_load(row)
-    record = {"id": row["id"], "category": row["category"], "model": row["model"], "hardware": row["hardware"],
+    record = {"id": row["id"], "dataset": row.get("_dataset", ""), "category": row["category"], "model": row["model"], "hardware": row["hardware"],
               "engine": row["framework_and_version"], "engine_family": engine_family(row["framework_and_version"]),
               "metric": row["metric"], "measured": float(row["value"]), "path": "serve" if load else "predict"}
     out = {**record, **attempt(row, load, record["measured"], ctx, cache)}
@@ -764,15 +777,16 @@ def summarize(records: list[dict], key: str) -> dict:
         errs = [r["abs_ln_ratio"] for r in groups[name]]
         out[name] = {"n": len(errs), "median_abs_ln_ratio": statistics.median(errs),
                      "p90_abs_ln_ratio": percentile(errs, 0.9),
-                     "median_ln_ratio": statistics.median(r["ln_ratio"] for r in groups[name])}
+                     "median_ln_ratio": statistics.median(r["ln_ratio"] for r in groups[name]),
+                     "band_coverage": sum(bool(r.get("band_covers")) for r in groups[name]) / len(errs)}
     return out
 
 
 def print_table(title: str, table: dict) -> None:
-    print(f"\n{title:<44} {'n':>4} {'median |ln|':>12} {'p90 |ln|':>9} {'median ln':>10}")
+    print(f"\n{title:<44} {'n':>4} {'median |ln|':>12} {'p90 |ln|':>9} {'median ln':>10} {'in band':>8}")
     for name, s in table.items():
         print(f"{name[:44]:<44} {s['n']:>4} {s['median_abs_ln_ratio']:>12.3f} {s['p90_abs_ln_ratio']:>9.3f} "
-              f"{s['median_ln_ratio']:>+10.3f}")
+              f"{s['median_ln_ratio']:>+10.3f} {s['band_coverage']:>8.0%}")
 
 
 def serve_vs_predict(records: list[dict]) -> dict:
@@ -836,9 +850,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, help="only the first N rows (after --category)")
     parser.add_argument("--category", action="append", help="only rows of this category (repeatable)")
-    parser.add_argument("--data", type=Path, default=DATA,
-                        help="another file of rows in the same columns (default benchmarks/data/dev_measurements.csv; "
-                             "benchmarks/data/vendor_stacks.csv: TensorRT and MLPerf-class training)")
+    parser.add_argument("--data", type=Path, action="append",
+                        help="a file of rows in the same columns (repeatable; default: the dev set, "
+                             f"{', '.join(p.name for p in DEV_SET)}; benchmarks/data/vendor_stacks.csv: TensorRT and "
+                             "MLPerf-class training)")
     parser.add_argument("--no-cross-library", action="store_true",
                         help="an engine without a profile of its own libraries takes the datasheet tier, never "
                              "another library's profile (planner/predict/context.py cross_library)")
@@ -846,9 +861,11 @@ def main() -> None:
     args = parser.parse_args()
 
     start = time.perf_counter()
-    data = args.data.resolve()
-    with open(data, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    files = [p.resolve() for p in (args.data or DEV_SET)]
+    rows = []
+    for data in files:
+        with open(data, newline="", encoding="utf-8") as f:
+            rows += [{**r, "_dataset": data.stem} for r in csv.DictReader(f)]
     total_rows = len(rows)
     if args.category:
         rows = [r for r in rows if r["category"] in args.category]
@@ -868,10 +885,12 @@ def main() -> None:
     summary = {"overall": summarize([{**r, "all": "all"} for r in done], "all") if done else {},
                "by_category": summarize(done, "category"), "by_engine_family": summarize(done, "engine_family"),
                "by_gpu": summarize(done, "gpu"), "by_path": summarize(done, "path"),
+               "by_vendor": summarize(done, "vendor"), "by_dataset": summarize(done, "dataset"),
+               "collectives_by_vendor": summarize([r for r in done if r["category"] == "collective"], "vendor"),
                "exact_device_only": summarize([{**r, "all": "exact"} for r in done if r["device_match"] == "exact"],
                                               "all") if done else {},
                "serve_vs_predict": serve_vs_predict(records)}
-    where = data.relative_to(ROOT) if data.is_relative_to(ROOT) else data
+    where = ", ".join(str(d.relative_to(ROOT) if d.is_relative_to(ROOT) else d) for d in files)
     print(f"dev validation: {len(done)} of {len(rows)} rows expressed ({total_rows} in {where}); "
           f"error = |ln(predicted / measured)|, bias = median ln (> 0: planner predicts more)")
     if done:
@@ -880,6 +899,9 @@ def main() -> None:
         print_table("by category", summary["by_category"])
         print_table("by engine family", summary["by_engine_family"])
         print_table("by GPU (as stated; device match)", summary["by_gpu"])
+        print_table("by vendor", summary["by_vendor"])
+        print_table("collective rows by vendor", summary["collectives_by_vendor"])
+        print_table("by data file", summary["by_dataset"])
         print_table("by path (predict: closed forms; serve: simulator)", summary["by_path"])
         nofit = [r["id"] for r in done if r["fits"] is False]
         if nofit:

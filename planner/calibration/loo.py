@@ -79,7 +79,7 @@ def leave_one_out(raw_profile: dict, max_points: int | None = None, deadline_s: 
              "interior": _stats([]), "eligible": 0, "max_points": max_points, "seed": seed, "seconds": 0.0}
     if device is None or "copy_bytes_per_s" not in profile.ceilings:
         return empty
-    defaults = load_defaults().kinds.get(device.kind) or load_defaults().kinds["gpu"]
+    defaults = load_defaults().for_device(device)
     rows = list(profile.measurements)
     full = ProfileModel(defaults).fit(profile, device)
     features: dict[int, tuple] = {}

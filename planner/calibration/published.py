@@ -288,7 +288,7 @@ def held_out(raw: dict, fraction: float = HOLD_OUT, seed: int = SEED) -> dict:
         raise ConfigError(f"device '{raw['device_id']}' is not in the catalog: a published profile needs its peaks")
     fitted = Profile(raw["device_id"], raw["device_name"], raw["kind"], {}, raw["ceilings"], tuple(train),
                      raw["date"], "(in memory)", raw)
-    model = ProfileModel(load_defaults().kinds["gpu"]).fit(fitted, device)
+    model = ProfileModel(load_defaults().for_device(device)).fit(fitted, device)
     errors = _errors([measurements[i] for i in sorted(test)], model, model, device)
     every = [e for v in errors.values() for e in v]
     return {"fraction": fraction, "seed": seed, **_stats(every), "by_kind": {k: _stats(v) for k, v in errors.items()}}
@@ -434,63 +434,138 @@ AITER_SOURCE = {
               "best-of-N figure, so a bound on what a stack using aiter reaches, not default hipBLASLt",
 }
 _AITER_SAMPLE = 4000
-_AITER_DEVICES = {"mi300x": ("gfx942", 304)}
-"""planner device id -> (gfx target, compute units) of its rows in aiter's tables."""
+_AITER_MIN_POINTS = 100
+"""A dtype with fewer rows than this is left out of the profile (see convert_aiter)."""
+_AITER_DEVICES = {"mi300x": ("gfx942", 304), "mi355x": ("gfx950", 256)}
+"""planner device id -> (gfx target, compute units) of its rows in aiter's tables (aiter's own key: gfx942 with
+304 CUs is the MI300X, gfx950 with 256 the MI350X / MI355X)."""
+
+# aiter's tuned tables read, with what each holds: (file pattern under aiter/configs, what, batched);
+# the dtype of a row is its q_dtype_w (int8 or fp8) or bf16 for the bf16 tables
+_AITER_TABLES = (
+    ("model_configs/a8w8_blockscale_tuned_gemm_*.csv", "gemm fp8 (1x128 / 128x128 block scales)", False),
+    ("a8w8_bpreshuffle_tuned_gemm.csv", "gemm int8 / fp8 (per-token and per-channel scales, B pre-shuffled)", False),
+    ("a8w8_tuned_gemm.csv", "gemm int8 / fp8 (per-token and per-channel scales)", False),
+    ("a8w8_tuned_batched_gemm.csv", "batched gemm int8 (per-token and per-channel scales)", True),
+    ("bf16_tuned_gemm.csv", "gemm bf16", False),
+    ("bf16_tuned_batched_gemm.csv", "batched gemm bf16", True),
+)
+
+
+def _aiter_dtype(row, table_what: str) -> str | None:
+    """planner's GEMM dtype of one aiter row (None: a dtype planner does not time)."""
+    if "bf16" in table_what:
+        return "bf16"
+    q = str(getattr(row, "q_dtype_w", "")) if hasattr(row, "q_dtype_w") else ""
+    if "float8" in q or "blockscale" in table_what or "fp8 (1x128" in table_what:
+        return "fp8"
+    if "int8" in q:
+        return "int8"
+    return None
+
+
+def _aiter_bytes(m: int, n: int, k: int, batch: int, dtype: str, block_scales: bool, out_bytes: float) -> float:
+    """Bytes one aiter GEMM moves at least: operands at their width, its scales, the output (`out_bytes` per
+    element). Block-scaled fp8: one fp32 scale per 1x128 block of A and 128x128 block of B; per-token / per-channel
+    int8 and fp8: one fp32 scale per row of A and column of B."""
+    width = 2.0 if dtype == "bf16" else 1.0
+    if block_scales:
+        scales = 4.0 * (m * math.ceil(k / 128) + math.ceil(n / 128) * math.ceil(k / 128))
+    elif dtype == "bf16":
+        scales = 0.0
+    else:
+        scales = 4.0 * (m + n)
+    return batch * (width * (m * k + k * n) + scales + out_bytes * m * n)
 
 
 def convert_aiter(config_dir: str | Path, device_id: str, device_name: str) -> dict:
-    """A profile (tier published) of an AMD device from aiter's tuned FP8 block-scale GEMM tables
-    (aiter/configs/model_configs/a8w8_blockscale_tuned_gemm_*.csv): GEMM fp8 only, a seeded sample of
-    _AITER_SAMPLE rows. Bytes: fp8 operands, one fp32 scale per 1x128 block of A and 128x128 block of
-    B, bf16 output. Raises ConfigError when the folder holds no row of the device."""
+    """A profile (tier published) of an AMD device from aiter's tuned GEMM tables (_AITER_TABLES): its GEMMs
+    by dtype (bf16, fp8 block-scaled and per-token, int8 per-token; batched GEMMs as `batch` problems), a
+    seeded sample of at most _AITER_SAMPLE rows of the block-scaled tables (every row of the others). Raises
+    ConfigError when the folder holds no row of the device."""
     import pandas as pd
 
     folder = Path(config_dir)
     gfx, units = _AITER_DEVICES[device_id]
-    files = sorted((folder / "model_configs").glob("a8w8_blockscale_tuned_gemm_*.csv")) if folder.is_dir() else []
-    frames, used = [], []
-    for path in files:
-        try:
-            table = pd.read_csv(path)
-        except Exception as exc:
-            raise ConfigError(f"published table '{path}' cannot be read as CSV ({type(exc).__name__})") from None
-        rows = table[(table.gfx == gfx) & (table.cu_num == units) & (table.us > 0)]
-        if len(rows):
-            frames.append(rows)
-            used.append({"what": "gemm fp8 (1x128 / 128x128 block scales)", "framework": "aiter tuner",
-                         "version": AITER_SOURCE["commit"][:7], "rows_used": len(rows),
-                         "file": f"aiter/configs/model_configs/{path.name}"})
-    if not frames:
-        raise ConfigError(f"'{folder}' holds no {gfx} ({units} CU) row in model_configs/"
-                          "a8w8_blockscale_tuned_gemm_*.csv: nothing to convert")
-    rows = pd.concat(frames)
-    keep = sorted(random.Random(SEED).sample(range(len(rows)), min(_AITER_SAMPLE, len(rows))))
-    rows = rows.iloc[keep]
-    points = []
-    for m, n, k, us in zip(rows.M, rows.N, rows.K, rows.us):
-        m, n, k = int(m), int(n), int(k)
-        scales = 4.0 * (m * math.ceil(k / 128) + math.ceil(n / 128) * math.ceil(k / 128))
-        points.append(_compact({"kind": "gemm", "dtype": "fp8", "layout": "nt", "m": m, "n": n, "k": k,
-                                "time_s": float(us) * 1e-6, "flop": 2.0 * m * n * k,
-                                "bytes": float(m * k + k * n) + scales + 2.0 * m * n}))
-    ceilings = {"launch_overhead_s": KERNEL_OVERHEAD_S, "view_overhead_s": 0.0,
-                "gemm_fp8_flop_per_s": max(p["flop"] / p["time_s"] for p in points)}
+    points, used, sampled = [], [], []
+    for pattern, what, batched in _AITER_TABLES:
+        for path in sorted(folder.glob(pattern)) if folder.is_dir() else []:
+            try:
+                table = pd.read_csv(path)
+            except Exception as exc:
+                raise ConfigError(f"published table '{path}' cannot be read as CSV ({type(exc).__name__})") from None
+            if not {"gfx", "cu_num", "M", "N", "K", "us"} <= set(table.columns):
+                raise ConfigError(f"published table '{path}' lacks aiter's gfx, cu_num, M, N, K, us columns")
+            rows = table[(table.gfx == gfx) & (table.cu_num == units) & (table.us > 0)]
+            if not len(rows):
+                continue
+            block = "block scales" in what
+            if block:  # thousands of rows of a few N, K per model: a seeded sample keeps the profile small
+                sampled.append(rows)
+                continue
+            kept: dict[str, int] = {}
+            for r in rows.itertuples(index=False):
+                dtype = _aiter_dtype(r, what)
+                if dtype is None:
+                    continue
+                m, n, k, batch = int(r.M), int(r.N), int(r.K), int(getattr(r, "B", 1)) if batched else 1
+                out = 4.0 if str(getattr(r, "outdtype", "")).endswith("float32") else 2.0
+                # a batched GEMM as one GEMM of batch x N columns: the same FLOP, the same B-operand bytes (each
+                # problem streams its own K x N matrix: what bounds the small-M rows) and the same output tiles
+                point = {"kind": "gemm", "dtype": dtype, "layout": "nt", "m": m, "n": batch * n, "k": k,
+                         "time_s": float(r.us) * 1e-6, "flop": 2.0 * batch * m * n * k,
+                         "bytes": _aiter_bytes(m, n, k, batch, dtype, False, out)}
+                points.append(_compact(point))
+                kept[dtype] = kept.get(dtype, 0) + 1
+            if kept:
+                used.append({"what": what + (" (batch folded into N)" if batched else ""), "framework": "aiter tuner",
+                             "version": AITER_SOURCE["commit"][:7], "by_dtype": kept,
+                             "file": f"aiter/configs/{path.relative_to(folder)}"})
+    if sampled:
+        rows = pd.concat(sampled)
+        keep = sorted(random.Random(SEED).sample(range(len(rows)), min(_AITER_SAMPLE, len(rows))))
+        for r in rows.iloc[keep].itertuples(index=False):
+            m, n, k = int(r.M), int(r.N), int(r.K)
+            points.append(_compact({"kind": "gemm", "dtype": "fp8", "layout": "nt", "m": m, "n": n, "k": k,
+                                    "time_s": float(r.us) * 1e-6, "flop": 2.0 * m * n * k,
+                                    "bytes": _aiter_bytes(m, n, k, 1, "fp8", True, 2.0)}))
+        used.append({"what": _AITER_TABLES[0][1], "framework": "aiter tuner", "version": AITER_SOURCE["commit"][:7],
+                     "by_dtype": {"fp8": min(_AITER_SAMPLE, len(rows))}, "rows_in_tables": len(rows),
+                     "file": "aiter/configs/" + _AITER_TABLES[0][0]})
+    counts = {d: sum(p["dtype"] == d for p in points) for d in {p["dtype"] for p in points}}
+    sparse = sorted(d for d, c in counts.items() if c < _AITER_MIN_POINTS)
+    # a dtype of a few dozen shapes would be extrapolated far outside them (a bf16 GEMV predicted at a third of
+    # the bandwidth its batched rows reach): it stays on the datasheet tier of the device's architecture
+    points = [p for p in points if p["dtype"] not in sparse]
+    for u in used:
+        u["rows_used"] = sum(n for d, n in u.pop("by_dtype").items() if d not in sparse)
+    used = [u for u in used if u["rows_used"]]
+    if not points:
+        raise ConfigError(f"'{folder}' holds no {gfx} ({units} CU) row in aiter's tuned GEMM tables: nothing to "
+                          "convert")
+    ceilings = {"launch_overhead_s": KERNEL_OVERHEAD_S, "view_overhead_s": 0.0}
+    for dtype in sorted({p["dtype"] for p in points}):
+        ceilings[f"gemm_{dtype}_flop_per_s"] = max(p["flop"] / p["time_s"] for p in points if p["dtype"] == dtype)
     return {"schema": SCHEMA, "tier": "published", "device_id": device_id, "device_name": device_name,
             "kind": "gpu", "date": AITER_SOURCE["commit_date"], "source": {**AITER_SOURCE, "tables": used},
             "ceilings_notes": {"launch_overhead_s": "datasheet kernel_overhead_s (hardware_specs/efficiency/"
                                "defaults.json)"},
-            "subsample": {"gemm_rows": _AITER_SAMPLE, "seed": SEED}, "measurements": points, "ceilings": ceilings}
+            "subsample": {"gemm_rows": _AITER_SAMPLE, "seed": SEED},
+            "left_out": {d: f"{counts[d]} rows, fewer than {_AITER_MIN_POINTS}: datasheet tier" for d in sparse},
+            "measurements": points, "ceilings": ceilings}
 
 
 def import_aiter(config_dir: str | Path, out_root: str | Path, log=print) -> list[Path]:
-    """Convert aiter's MI300X rows into `<out_root>/mi300x/profile.json`; return the paths written."""
+    """Convert aiter's rows of each device of _AITER_DEVICES in the catalog into `<out_root>/<id>/profile.json`;
+    return the paths written."""
 
     from planner.hardware.catalog import load_catalog
 
     if not Path(config_dir).is_dir():
         raise ConfigError(f"--from '{config_dir}' is not a folder (give aiter's aiter/configs)")
-    return [_write(stamp(convert_aiter(config_dir, device_id, load_catalog().device(device_id).name)),
-                   Path(out_root), log) for device_id in _AITER_DEVICES]
+    catalog = load_catalog()
+    return [_write(stamp(convert_aiter(config_dir, device_id, catalog.device(device_id).name)), Path(out_root), log)
+            for device_id in _AITER_DEVICES if device_id in catalog.devices]
 
 
 def published_json(raw: dict) -> str:

@@ -59,6 +59,13 @@ class Defaults:
     memory_usable_fraction: float
     workspace_bytes: float
 
+    def for_device(self, device) -> KindDefaults:
+        """The defaults of `device`: its architecture's entry ("gpu:cdna3": kind, colon, generation) where
+        defaults.json has one, else its kind's, else the GPU's."""
+        kind = getattr(device, "kind", "gpu")
+        return (self.kinds.get(f"{kind}:{getattr(device, 'generation', '')}") or self.kinds.get(kind)
+                or self.kinds["gpu"])
+
 
 @lru_cache(maxsize=4)
 def load_defaults(path: str | None = None) -> Defaults:
@@ -185,7 +192,7 @@ class DatasheetEfficiency:
         return "default efficiencies by device kind (hardware_specs/efficiency/defaults.json): no calibration profile covers it"
 
     def kind(self, device: Device) -> KindDefaults:
-        return self.defaults.kinds.get(device.kind) or self.defaults.kinds["gpu"]
+        return self.defaults.for_device(device)
 
     def efficiencies(self, rec: OpRecord, category: str, device: Device,
                      nbytes: float | None = None) -> tuple[float, float, float]:

@@ -25,7 +25,7 @@ def fit_report(raw_profile: dict) -> dict:
     device = profile_device(profile)
     if device is None or "copy_bytes_per_s" not in profile.ceilings:
         return {"n": 0, "median_abs_error": float("nan"), "p90_abs_error": float("nan"), "by_kind": {}}
-    defaults = load_defaults().kinds.get(device.kind) or load_defaults().kinds["gpu"]
+    defaults = load_defaults().for_device(device)
     errors: dict[str, list[float]] = {}
     interior: list[float] = []
     full = ProfileModel(defaults).fit(profile, device)

@@ -416,7 +416,7 @@ def efficiency_for(device: Device, defaults: Defaults, profiles: Mapping[str, Pr
     4. `fallback` (datasheet)."""
     own_libs, other_libs, *scope = libraries if libraries is not None else (None, ())
     categories = frozenset(scope[0]) if scope and scope[0] else None
-    kind_defaults = defaults.kinds.get(device.kind) or defaults.kinds["gpu"]
+    kind_defaults = defaults.for_device(device)
     own = _own_profile(profiles, device.id, own_libs)
     if own is None and libraries is None:
         for library in getattr(profiles, "libraries", lambda _: ())(device.id):

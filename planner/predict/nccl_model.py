@@ -238,6 +238,58 @@ def topology(device, ranks: int, per_node: int, net_bytes_per_s: float | None = 
     return Topology(ranks, nodes, cc, intra, gbps, channels, nvls, (net or 0.0) / 1e9)
 
 
+def rccl_constants() -> dict:
+    """RCCL's latency constants (hardware_specs/collectives/tuning/rccl_tuning.json)."""
+    specs = os.environ.get("PLANNER_HARDWARE_SPECS")
+    path = Path(specs) / "collectives" / "tuning" / "rccl_tuning.json" if specs else None
+    if path is None or not path.is_file():
+        path = shipped_specs() / "collectives" / "tuning" / "rccl_tuning.json"
+    return _load_rccl(str(path))
+
+
+@lru_cache(maxsize=4)
+def _load_rccl(path: str) -> dict:
+    where = "hardware_specs/collectives/tuning/rccl_tuning.json"
+    data = parse_json(read_text(Path(path), where), where)
+    missing = [k for k in ("base_latency_us", "hw_latency_us", "ll_max_bytes", "ll_bandwidth_fraction", "source")
+               if k not in data]
+    if missing:
+        raise ConfigError(f"{where}: missing {', '.join(missing)}")
+    return data
+
+
+def rccl_best(op: str, message_bytes: float, ranks: int, bus_bytes_per_s: float) -> Choice:
+    """RCCL's ring on one node of AMD GPUs over Infinity Fabric: the faster of LL (up to RCCL's LL size limit)
+    and Simple. A message of M bytes over n ranks, s = 2(n-1) steps for an all-reduce (n-1 otherwise):
+
+        time(proto) = base[proto] + s · hw[proto] + M / (bus(proto) · n / s),  bus(LL) = 0.5 · bus, bus(Simple) = bus
+
+    with `bus_bytes_per_s` the node's bus bandwidth (the caller's scale-up link x collective efficiency) and the
+    constants of rccl_tuning.json (ROCm/rccl tuning.cc). ConfigError for an op RCCL's model here does not cover."""
+    if op not in MODELLED:
+        raise ConfigError(f"RCCL's model covers {', '.join(MODELLED)}, not '{op}'")
+    if ranks <= 1 or message_bytes <= 0:
+        return Choice("none", "none", 0.0, 0.0, math.inf)
+    k = rccl_constants()
+    steps = 2 * (ranks - 1) if op == "allreduce" else ranks - 1
+    out = []
+    for i, proto in enumerate(PROTOCOLS):
+        if proto == "LL128" or (proto == "LL" and message_bytes > k["ll_max_bytes"][op]):
+            continue
+        lat_us = k["base_latency_us"]["ring"][i] + steps * k["hw_latency_us"]["xgmi"]["ring"][i]
+        bus = bus_bytes_per_s * (k["ll_bandwidth_fraction"] if proto == "LL" else 1.0)
+        algo = bus * ranks / steps
+        out.append(Choice("ring", proto, lat_us * 1e-6 + message_bytes / algo, lat_us * 1e-6, algo))
+    return min(out, key=lambda c: c.time_s)
+
+
+def describe_rccl(choice: Choice, ranks: int) -> str:
+    s = rccl_constants()["source"]
+    return (f"RCCL model: {choice.algorithm}/{choice.protocol} picked ({ranks} GPUs on one node over Infinity Fabric; "
+            f"latency {choice.latency_s * 1e6:.1f} us, {choice.algo_bytes_per_s / 1e9:.0f} GB/s algorithm bandwidth; "
+            f"RCCL tuning.cc latencies, {s['repository'].removeprefix('https://')} @{s['commit'][:7]})")
+
+
 def describe(choice: Choice, topo: Topology) -> str:
     """One line for a prediction's notes: the algorithm and protocol picked and what they rest on."""
     where = (f"{topo.ranks} GPUs on one node over {'NVLink' if topo.intra == 'nvlink' else 'PCIe'}" if topo.nodes == 1

@@ -183,7 +183,7 @@ def _h2d(defaults: Defaults, dev: Device, eff, nbytes: float) -> OpPrediction:
                                 "memory")
     if not dev.pcie_bytes_per_s:
         raise ConfigError(f"{dev.id} has no sourced PCIe bandwidth: a host-to-device copy cannot be timed")
-    kind = defaults.kinds.get(dev.kind) or defaults.kinds["gpu"]
+    kind = defaults.for_device(dev)
     time = nbytes / (dev.pcie_bytes_per_s * kind.memory_efficiency) + kind.kernel_overhead_s
     return OpPrediction("h2d", dev.id, time, nbytes / time, "bytes_per_s", "datasheet",
                         defaults.datasheet_band_fraction, "memory")

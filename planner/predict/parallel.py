@@ -167,8 +167,8 @@ def _inside(kind: str, message_bytes: float, n: int, device: Device, defaults: D
             best = model
         else:
             up, _ = links(device, defaults)
-            best = CollectiveTime(_flat(kind, message_bytes, n, up), "datasheet",
-                                  "alpha-beta formula over the scale-up link", None)
+            best = _rccl(kind, message_bytes, n, device, up) or CollectiveTime(
+                _flat(kind, message_bytes, n, up), "datasheet", "alpha-beta formula over the scale-up link", None)
     else:
         best = CollectiveTime(nccl.time_s, "published", nccl.basis,
                               band_fraction(device.id) if nccl.exact and nccl.side == 0 else None)
@@ -191,6 +191,16 @@ def _nccl(kind: str, message_bytes: float, n: int, device: Device, per_node: int
         return None
     choice = nccl_model.best(kind, message_bytes, topo)
     return CollectiveTime(choice.time_s, "datasheet", nccl_model.describe(choice, topo), None)
+
+
+def _rccl(kind: str, message_bytes: float, n: int, device: Device, up: Link) -> CollectiveTime | None:
+    """RCCL's ring on one node of AMD Instinct GPUs (CDNA) over their Infinity Fabric scale-up link
+    (nccl_model.rccl_best); None for other devices and ops."""
+    if (kind not in nccl_model.MODELLED or getattr(device, "vendor", "") != "AMD"
+            or not str(getattr(device, "generation", "")).startswith("cdna") or not device.scaleup_bytes_per_s):
+        return None
+    choice = nccl_model.rccl_best(kind, message_bytes, n, up.bytes_per_s)
+    return CollectiveTime(choice.time_s, "datasheet", nccl_model.describe_rccl(choice, n), None)
 
 
 def _engine_has_custom_allreduce(engine: str) -> bool:

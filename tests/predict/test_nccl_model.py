@@ -97,3 +97,22 @@ def test_amd_and_alltoall_stay_outside_the_model():
     assert nccl_model.topology(cat.device("mi300x"), 8, 8) is None
     with pytest.raises(Exception):
         choices("alltoall", 1e6, A100)
+
+
+def test_rccl_ring_on_one_node_is_the_faster_of_ll_and_simple_in_closed_form():
+    # 8 ranks, all-reduce: s = 2(8-1) = 14 steps; bus 358.4 GB/s (448 x 0.8)
+    # LL:     12 + 14 x 0.8 = 23.2 us, algorithm bandwidth 0.5 x 358.4e9 x 8 / 14 = 102.4 GB/s
+    # Simple: 17 + 14 x 2.1 = 46.4 us, algorithm bandwidth 358.4e9 x 8 / 14 = 204.8 GB/s
+    from planner.predict.nccl_model import rccl_best
+
+    bus = 358.4e9
+    small = rccl_best("allreduce", 8192, 8, bus)
+    assert (small.protocol, small.latency_s) == ("LL", pytest.approx(23.2e-6))
+    assert small.time_s == pytest.approx(23.2e-6 + 8192 / 102.4e9)
+    # above RCCL's 1 MiB LL limit only Simple runs: 46.4 us + 16 MiB / 204.8 GB/s
+    big = rccl_best("allreduce", 16 * 2**20, 8, bus)
+    assert big.protocol == "Simple"
+    assert big.time_s == pytest.approx(46.4e-6 + 16 * 2**20 / 204.8e9)
+    # all-gather: s = 7 steps, LL up to 98,304 B: 12 + 7 x 0.8 = 17.6 us
+    assert rccl_best("allgather", 65536, 8, bus).latency_s == pytest.approx(17.6e-6)
+    assert rccl_best("allreduce", 8192, 1, bus).time_s == 0.0

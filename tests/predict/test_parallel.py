@@ -1,8 +1,8 @@
 """Parallelism: validation, sharding, and collectives in closed form (alpha-beta).
 
-The alpha-beta formulas are what a device without published collective curves gets (mi300x here:
-xGMI 448 GB/s per direction, 8 per node, 50 GB/s scale-out); devices with curves are tested in
-test_collectives.py."""
+An AMD Instinct node without published curves (mi300x here: xGMI 448 GB/s per direction, 8 per node, 50 GB/s
+scale-out) gets RCCL's ring for all-reduce, all-gather and reduce-scatter and the alpha-beta formula otherwise;
+devices with curves are tested in test_collectives.py."""
 
 import pytest
 
@@ -15,13 +15,14 @@ from planner.workload.zoo import resolve
 
 
 def test_ring_allreduce_inside_a_node():
-    # 8 MI300X on xGMI: 2·7·α + 2·7/8·M/B with B = 448e9 B/s per direction x 0.8
+    # 8 MI300X on xGMI, RCCL's ring (nccl_model.rccl_best): B = 448e9 B/s per direction x 0.8; a 1 GB message is
+    # above RCCL's 1 MiB LL limit, so Simple: (17 + 2·7·2.1) us + 2·7/8·M/B
     d, defaults = load_catalog().device("mi300x"), load_defaults()
     m = 1e9
     b = d.scaleup_bytes_per_s * defaults.collective_bandwidth_efficiency
-    expected = 2 * 7 * defaults.scaleup_latency_s + 2 * 7 / 8 * m / b
+    expected = (17 + 14 * 2.1) * 1e-6 + 2 * 7 / 8 * m / b
     assert collective_time_s("allreduce", m, 8, d, defaults) == pytest.approx(expected)
-    # nccl-tests bus bandwidth approaches B as the message grows (latency 14·α = 70 us against 28 ms)
+    # nccl-tests bus bandwidth approaches B as the message grows (latency 46.4 us against 28 ms)
     big = collective_time_s("allreduce", 1e10, 8, d, defaults)
     assert bus_bytes_per_s("allreduce", 1e10, 8, big) == pytest.approx(b, rel=0.01)
 
@@ -29,9 +30,12 @@ def test_ring_allreduce_inside_a_node():
 def test_allgather_and_alltoall_inside_a_node():
     d, defaults = load_catalog().device("mi300x"), load_defaults()
     b = d.scaleup_bytes_per_s * defaults.collective_bandwidth_efficiency
-    for kind in ("allgather", "reducescatter", "alltoall"):
-        # (n−1)·α + (n−1)/n·M/B, n = 4
-        assert collective_time_s(kind, 4e8, 4, d, defaults) == pytest.approx(3 * defaults.scaleup_latency_s + 0.75 * 4e8 / b)
+    for kind in ("allgather", "reducescatter"):
+        # RCCL's ring, Simple (4e8 B is above its LL limits): (17 + 3·2.1) us + (n−1)/n·M/B, n = 4
+        assert collective_time_s(kind, 4e8, 4, d, defaults) == pytest.approx((17 + 3 * 2.1) * 1e-6 + 0.75 * 4e8 / b)
+    # all-to-all has no RCCL model here: the alpha-beta formula (n−1)·α + (n−1)/n·M/B
+    assert collective_time_s("alltoall", 4e8, 4, d, defaults) == pytest.approx(
+        3 * defaults.scaleup_latency_s + 0.75 * 4e8 / b)
 
 
 def test_groups_across_nodes_are_slower_than_inside():
