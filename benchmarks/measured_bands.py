@@ -44,6 +44,12 @@ def groups(rows: list[dict], devices: dict) -> list[BandGroup]:
     """The (tier, family) and (tier, "*") groups of the expressed rows with a device and an error."""
     errors = defaultdict(list)
     for r in rows:
+        # collective rows are left out: a collective's band is its curves' held-out error (or the datasheet
+        # band), and their errors, which mostly measure how networks and stacks differ between the sources
+        # (a 2-node H100 over TCPXO against one over InfiniBand; 8 large NVLink all-reduces within 2%), would
+        # set the band of every end-to-end prediction of the tier
+        if r.get("category") == "collective":
+            continue
         err, device = r.get("abs_ln_ratio"), devices.get(r.get("device"))
         if not r.get("expressed") or err is None or device is None or not r.get("tier"):
             continue
@@ -57,6 +63,8 @@ def coverage(rows: list[dict], bands: MeasuredBands, devices: dict) -> dict:
     """Share of expressed rows whose measurement lies within exp(±p90) of the prediction: overall and by tier."""
     inside = defaultdict(list)
     for r in rows:
+        if r.get("category") == "collective":
+            continue
         err, device = r.get("abs_ln_ratio"), devices.get(r.get("device"))
         if not r.get("expressed") or err is None or device is None or not r.get("tier"):
             continue
