@@ -595,6 +595,17 @@ def plan_op(row: dict) -> Plan:
             raise NotExpressed(f"kernel not in planner op: point-to-point link bandwidth ({name})")
         args = {"op": "allreduce", "nbytes": float(integer(row, "batch_size", "message size")),
                 "gpus": integer(row, "accelerator_count", "GPU count"), "nodes": integer(row, "nodes", "nodes")}
+        text = row["parallelism"]
+        if racks := re.search(r"(\d+) NVL72 racks?", text):
+            # one NVLink domain per rack: NCCL sees a rack, not its compute trays, as the node
+            args["nodes"] = int(racks.group(1))
+            notes.append(f"{racks.group(1)} NVL72 rack(s): one NVLink domain of 72 GPUs each, as {args['nodes']} "
+                         "node(s)")
+        if args["nodes"] > 1 and (net := re.search(r"(\d+)\s?x\s?(?:(\d+)\s?x\s?)?(\d+)\s?Gb/s", text)):
+            # the network the row states, per GPU: NICs x ports x Gb/s per node / GPUs per node
+            per_node = int(net.group(1)) * int(net.group(2) or 1) * int(net.group(3))
+            args["scaleout_gbps"] = per_node / (args["gpus"] // args["nodes"])
+            notes.append(f"network as stated: {net.group(0)} per node = {args['scaleout_gbps']:g} Gb/s per GPU")
         calls = [args]
     elif category == "membw":
         if "Copy" in name:

@@ -141,6 +141,8 @@ def add_op(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bytes", type=float, help="message or buffer size in bytes")
     p.add_argument("--gpus", type=positive_int, help="collectives: devices taking part")
     p.add_argument("--nodes", type=positive_int, default=1, help="collectives: nodes they span")
+    p.add_argument("--scaleout-gbps", type=float,
+                   help="collectives across nodes: network per device in Gb/s per direction (default: the catalog's)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_op)
 
@@ -173,7 +175,7 @@ def cmd_op(args: argparse.Namespace) -> int:
     imported()
     _check_op_args(args)
     p = predict_op(args.op, args.device, m=args.m, n=args.n, k=args.k, dtype=args.dtype, nbytes=args.bytes,
-                   gpus=args.gpus, nodes=args.nodes)
+                   gpus=args.gpus, nodes=args.nodes, scaleout_gbps=args.scaleout_gbps)
     d = p.as_dict()
     if args.json:
         print(json.dumps(d, indent=2))

@@ -258,34 +258,58 @@ def _load_rccl(path: str) -> dict:
     return data
 
 
-def rccl_best(op: str, message_bytes: float, ranks: int, bus_bytes_per_s: float) -> Choice:
-    """RCCL's ring on one node of AMD GPUs over Infinity Fabric: the faster of LL (up to RCCL's LL size limit)
-    and Simple. A message of M bytes over n ranks, s = 2(n-1) steps for an all-reduce (n-1 otherwise):
+def rccl_best(op: str, message_bytes: float, ranks: int, bus_bytes_per_s: float, nodes: int = 1,
+              nic_bytes_per_s: float = 0.0) -> Choice:
+    """RCCL on AMD GPUs over Infinity Fabric, and across `nodes` over NICs of `nic_bytes_per_s` per GPU: the
+    fastest of ring LL (up to RCCL's LL size limit), ring Simple and, for an all-reduce across nodes, tree LL and
+    Simple. A message of M bytes over n ranks, p = n / N per node, s = 2(n-1) ring steps for an all-reduce (n-1
+    otherwise), of which i = 2(N-1) (N-1) cross nodes:
 
-        time(proto) = base[proto] + s · hw[proto] + M / (bus(proto) · n / s),  bus(LL) = 0.5 · bus, bus(Simple) = bus
+        ring  latency = base + (s - i) · max(intra, net overhead) + i · inter,   algorithm bw = bus(proto) · n / s
+        tree  latency = base + 2((p - 1) · intra + log2(N) · inter),              algorithm bw = 0.5 · bus(proto)
+        bus = min(`bus_bytes_per_s`, p · NIC) across nodes;  bus(LL) = 0.5 · bus, bus(Simple) = bus
 
-    with `bus_bytes_per_s` the node's bus bandwidth (the caller's scale-up link x collective efficiency) and the
-    constants of rccl_tuning.json (ROCm/rccl tuning.cc). ConfigError for an op RCCL's model here does not cover."""
+    with intra x 1.8 for LL across nodes and the constants of rccl_tuning.json (ROCm/rccl tuning.cc).
+    ConfigError for an op RCCL's model here does not cover."""
     if op not in MODELLED:
         raise ConfigError(f"RCCL's model covers {', '.join(MODELLED)}, not '{op}'")
     if ranks <= 1 or message_bytes <= 0:
         return Choice("none", "none", 0.0, 0.0, math.inf)
     k = rccl_constants()
+    nodes = max(1, nodes)
+    per_node = ranks / nodes
     steps = 2 * (ranks - 1) if op == "allreduce" else ranks - 1
+    inter_steps = 0 if nodes == 1 else (2 * (nodes - 1) if op == "allreduce" else nodes - 1)
+    bus_all = bus_bytes_per_s if nodes == 1 else min(bus_bytes_per_s, per_node * nic_bytes_per_s)
     out = []
     for i, proto in enumerate(PROTOCOLS):
         if proto == "LL128" or (proto == "LL" and message_bytes > k["ll_max_bytes"][op]):
             continue
-        lat_us = k["base_latency_us"]["ring"][i] + steps * k["hw_latency_us"]["xgmi"]["ring"][i]
-        bus = bus_bytes_per_s * (k["ll_bandwidth_fraction"] if proto == "LL" else 1.0)
+        bus = bus_all * (k["ll_bandwidth_fraction"] if proto == "LL" else 1.0)
+        if bus <= 0:
+            continue
+        intra = {a: k["hw_latency_us"]["xgmi"][a][i] * (k["ll_multinode_intra_factor"] if proto == "LL" and nodes > 1
+                                                         else 1.0) for a in ("ring", "tree")}
+        net = {a: k["hw_latency_us"]["net"][a][i] for a in ("ring", "tree")}
+        overhead = 0.0 if nodes == 1 else k["net_overhead_us"] * (3 if proto == "Simple" else 1)
+        inter = net["tree"] if per_node == 1 else net["ring"]
+        lat_us = (k["base_latency_us"]["ring"][i] + (steps - inter_steps) * max(intra["ring"], overhead)
+                  + inter_steps * inter)
         algo = bus * ranks / steps
         out.append(Choice("ring", proto, lat_us * 1e-6 + message_bytes / algo, lat_us * 1e-6, algo))
+        if op == "allreduce" and nodes > 1:
+            lat_us = k["base_latency_us"]["tree"][i] + 2 * ((per_node - 1) * intra["tree"]
+                                                            + _log2i(nodes) * net["tree"])
+            algo = bus * k["tree_bandwidth_fraction"]
+            out.append(Choice("tree", proto, lat_us * 1e-6 + message_bytes / algo, lat_us * 1e-6, algo))
     return min(out, key=lambda c: c.time_s)
 
 
-def describe_rccl(choice: Choice, ranks: int) -> str:
+def describe_rccl(choice: Choice, ranks: int, nodes: int = 1) -> str:
     s = rccl_constants()["source"]
-    return (f"RCCL model: {choice.algorithm}/{choice.protocol} picked ({ranks} GPUs on one node over Infinity Fabric; "
+    where = ("on one node over Infinity Fabric" if nodes == 1
+             else f"on {nodes} nodes, Infinity Fabric inside each")
+    return (f"RCCL model: {choice.algorithm}/{choice.protocol} picked ({ranks} GPUs {where}; "
             f"latency {choice.latency_s * 1e6:.1f} us, {choice.algo_bytes_per_s / 1e9:.0f} GB/s algorithm bandwidth; "
             f"RCCL tuning.cc latencies, {s['repository'].removeprefix('https://')} @{s['commit'][:7]})")
 

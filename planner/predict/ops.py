@@ -9,7 +9,7 @@ host-to-device copy moves B / time; collectives report bus bandwidth as nccl-tes
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.errors import ConfigError
 from planner.files import finite
@@ -91,10 +91,18 @@ def copy_record(nbytes: float) -> tuple[OpRecord, str, OpCost]:
 
 def predict_op(op: str, device: str, *, m: int | None = None, n: int | None = None, k: int | None = None,
                dtype: str = "fp32", nbytes: float | None = None, gpus: int | None = None, nodes: int = 1,
-               ctx: Context | None = None) -> OpPrediction:
-    """Predict one op on `device` (a catalog id or alias, or a profiled local device)."""
+               scaleout_gbps: float | None = None, ctx: Context | None = None) -> OpPrediction:
+    """Predict one op on `device` (a catalog id or alias, or a profiled local device); a collective across nodes
+    over `scaleout_gbps` Gb/s of network per device where given (the catalog's scale-out otherwise)."""
     ctx = ctx or default_context()
     dev = ctx.device(device)
+    if scaleout_gbps is not None:
+        from planner.predict.api import MAX_SCALEOUT_GBPS
+
+        gbps = finite(scaleout_gbps, "--scaleout-gbps")
+        if not 0 < gbps <= MAX_SCALEOUT_GBPS:
+            raise ConfigError(f"--scaleout-gbps must be in (0, {MAX_SCALEOUT_GBPS:,.0f}] Gb/s per device, got {gbps:g}")
+        dev = replace(dev, scaleout_bytes_per_s=gbps * 1e9 / 8)
     eff = ctx.efficiency(dev)
     if op == "gemm":
         if None in (m, n, k):

@@ -131,11 +131,14 @@ def _estimate(kind: str, message_bytes: float, n: int, device: Device, defaults:
     model = _nccl(kind, message_bytes, n, device, per_node)
     if model is not None:
         return model
+    up, out = links(device, defaults)
+    amd = _rccl(kind, message_bytes, n, device, up, nodes)
+    if amd is not None and measured is None:
+        return amd
     if measured is not None:
         return CollectiveTime(measured.time_at_s(message_bytes), "published",
                               f"{device.id} {measured.label()} ({curves.source(measured.source)}), measured across "
                               "nodes, above its largest size", None)
-    _, out = links(device, defaults)
     if out is None:
         raise ConfigError(f"{device.id} has no sourced scale-out bandwidth: a {n}-device group spans nodes of "
                           f"{per_node} and cannot be timed; give the network per device with --scaleout-gbps "
@@ -193,14 +196,22 @@ def _nccl(kind: str, message_bytes: float, n: int, device: Device, per_node: int
     return CollectiveTime(choice.time_s, "datasheet", nccl_model.describe(choice, topo), None)
 
 
-def _rccl(kind: str, message_bytes: float, n: int, device: Device, up: Link) -> CollectiveTime | None:
-    """RCCL's ring on one node of AMD Instinct GPUs (CDNA) over their Infinity Fabric scale-up link
-    (nccl_model.rccl_best); None for other devices and ops."""
+def _rccl(kind: str, message_bytes: float, n: int, device: Device, up: Link, nodes: int = 1) -> CollectiveTime | None:
+    """RCCL on AMD Instinct GPUs (CDNA) over the Infinity Fabric links a group uses, across `nodes` over the scale-out
+    link (nccl_model.rccl_best: the NIC at its raw rate, as RCCL's topology counts it); None for other
+    devices and ops, and across nodes without a sourced scale-out link."""
     if (kind not in nccl_model.MODELLED or getattr(device, "vendor", "") != "AMD"
             or not str(getattr(device, "generation", "")).startswith("cdna") or not device.scaleup_bytes_per_s):
         return None
-    choice = nccl_model.rccl_best(kind, message_bytes, n, up.bytes_per_s)
-    return CollectiveTime(choice.time_s, "datasheet", nccl_model.describe_rccl(choice, n), None)
+    if nodes > 1 and not device.scaleout_bytes_per_s:
+        return None
+    # Infinity Fabric joins the GPUs of a node in a full mesh: the scale-up figure is the sum of one GPU's
+    # devices_per_node - 1 links, of which a group of p GPUs per node uses p - 1 (2 MI300X: one 64 GB/s link)
+    links_per_gpu = max(1, device.devices_per_node - 1)
+    used = min(links_per_gpu, max(1, math.ceil(n / nodes) - 1))
+    bus = up.bytes_per_s * used / links_per_gpu
+    choice = nccl_model.rccl_best(kind, message_bytes, n, bus, nodes, device.scaleout_bytes_per_s or 0.0)
+    return CollectiveTime(choice.time_s, "datasheet", nccl_model.describe_rccl(choice, n, nodes), None)
 
 
 def _engine_has_custom_allreduce(engine: str) -> bool:

@@ -136,10 +136,14 @@ def test_devices_with_curves_read_them_and_the_rest_keep_the_formula():
     h100 = cat.device("h100-sxm")
     est = collective_estimate("allreduce", 16384, 8, h100, defaults)
     assert est.tier == "published" and est.time_s == device_curves("h100-sxm").find("allreduce", 8, 1).time_at_s(16384)
+    # no curve on the MI300X: RCCL's ring for an all-reduce, the alpha-beta formula for an all-to-all
     mi300x = cat.device("mi300x")
     up, _ = links(mi300x, defaults)
     est = collective_estimate("allreduce", 1e9, 8, mi300x, defaults)
-    assert est.tier == "datasheet" and est.time_s == pytest.approx(_flat("allreduce", 1e9, 8, up))
+    assert est.tier == "datasheet" and "RCCL model: ring/Simple picked" in est.basis
+    assert est.time_s == pytest.approx(nccl_model.rccl_best("allreduce", 1e9, 8, up.bytes_per_s).time_s)
+    est = collective_estimate("alltoall", 1e9, 8, mi300x, defaults)
+    assert est.tier == "datasheet" and est.time_s == pytest.approx(_flat("alltoall", 1e9, 8, up))
 
 
 def test_across_nodes_the_measured_two_node_curve_then_nccls_model():

@@ -116,3 +116,22 @@ def test_rccl_ring_on_one_node_is_the_faster_of_ll_and_simple_in_closed_form():
     # all-gather: s = 7 steps, LL up to 98,304 B: 12 + 7 x 0.8 = 17.6 us
     assert rccl_best("allgather", 65536, 8, bus).latency_s == pytest.approx(17.6e-6)
     assert rccl_best("allreduce", 8192, 1, bus).time_s == 0.0
+
+
+def test_rccl_across_nodes_takes_the_nics_and_rccls_network_latencies_in_closed_form():
+    from planner.predict.nccl_model import rccl_best
+
+    # 2 nodes x 8 ranks, all-reduce, intra bus 358.4 GB/s, one 50 GB/s NIC per GPU: bus = min(358.4, 8 x 50)
+    bus, nic = 358.4e9, 50e9
+    # tree LL (8 KiB <= 1 MiB): 12 + 2((8-1) x 0.9 x 1.8 + log2(2) x 10.5) = 55.68 us, algorithm bw 0.5 x 0.5 x bus
+    small = rccl_best("allreduce", 8192, 16, bus, nodes=2, nic_bytes_per_s=nic)
+    assert (small.algorithm, small.protocol) == ("tree", "LL")
+    assert small.time_s == pytest.approx(55.68e-6 + 8192 / (0.25 * bus))
+    # 16 GiB: ring Simple, s = 30 steps of which 2 cross nodes:
+    # 17 + 28 x max(2.1, 2 x 3) + 2 x 320 = 825 us; algorithm bw = bus x 16 / 30
+    big = rccl_best("allreduce", 16 * 2**30, 16, bus, nodes=2, nic_bytes_per_s=nic)
+    assert (big.algorithm, big.protocol) == ("ring", "Simple")
+    assert big.time_s == pytest.approx(825e-6 + 16 * 2**30 / (bus * 16 / 30))
+    # NICs slower than the node: 8 x 25 GB/s = 200 GB/s bounds the bus
+    slow = rccl_best("allreduce", 16 * 2**30, 16, bus, nodes=2, nic_bytes_per_s=25e9)
+    assert slow.algo_bytes_per_s == pytest.approx(200e9 * 16 / 30)

@@ -31,8 +31,10 @@ def test_allgather_and_alltoall_inside_a_node():
     d, defaults = load_catalog().device("mi300x"), load_defaults()
     b = d.scaleup_bytes_per_s * defaults.collective_bandwidth_efficiency
     for kind in ("allgather", "reducescatter"):
-        # RCCL's ring, Simple (4e8 B is above its LL limits): (17 + 3·2.1) us + (n−1)/n·M/B, n = 4
-        assert collective_time_s(kind, 4e8, 4, d, defaults) == pytest.approx((17 + 3 * 2.1) * 1e-6 + 0.75 * 4e8 / b)
+        # RCCL's ring, Simple (4e8 B is above its LL limits) over the 3 of 7 mesh links 4 GPUs use:
+        # (17 + 3·2.1) us + (n−1)/n·M/(3/7·B), n = 4
+        assert collective_time_s(kind, 4e8, 4, d, defaults) == pytest.approx(
+            (17 + 3 * 2.1) * 1e-6 + 0.75 * 4e8 / (b * 3 / 7))
     # all-to-all has no RCCL model here: the alpha-beta formula (n−1)·α + (n−1)/n·M/B
     assert collective_time_s("alltoall", 4e8, 4, d, defaults) == pytest.approx(
         3 * defaults.scaleup_latency_s + 0.75 * 4e8 / b)
@@ -155,3 +157,14 @@ def test_ep_between_1_and_tp_is_refused_naming_what_is_modelled():
     mix = resolve("mixtral-8x7b")
     with pytest.raises(ConfigError, match=r"--ep 2 below --tp 4 .* give --ep 1 .* or --ep 4 or more"):
         validate(Parallelism(tp=4, ep=2), mix.family, mix.config)
+
+
+def test_an_infinity_fabric_mesh_gives_a_small_group_only_its_links():
+    # MI300X: 8 GPUs in a full mesh, 448 GB/s = 7 links of 64 GB/s per GPU; 2 GPUs share one link, 4 use 3
+    from planner.predict import nccl_model
+
+    d, defaults = load_catalog().device("mi300x"), load_defaults()
+    b = d.scaleup_bytes_per_s * defaults.collective_bandwidth_efficiency
+    for n, links in ((2, 1), (4, 3), (8, 7)):
+        expected = nccl_model.rccl_best("allreduce", 1e9, n, b * links / 7).time_s
+        assert collective_time_s("allreduce", 1e9, n, d, defaults) == pytest.approx(expected)
