@@ -739,9 +739,93 @@ class Gen:
                      [], ["--help"], ["bogus"], ["predict", "gpt2", "--device", "h100", "--instance", "x", "--site", "y"]):
             self.add("outputs", argv, desc=" ".join(argv)[:60] or "(no arguments)")
 
+    # ---- issue 45: impossible trace times, huge grid numbers, output paths, cluster addresses, limits ---------
+    def hardening2(self) -> None:
+        mm = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5,
+              "args": {"Input type": ["float", "float"], "Input Dims": [[4, 8], [8, 2]]}}
+        traces = [("dur 0", json.dumps({"traceEvents": [{**mm, "dur": 0}]})),
+                  ("two ops of dur 0", json.dumps({"traceEvents": [{**mm, "dur": 0}, {**mm, "ts": 3, "dur": 0}]})),
+                  ("dur 1e308", json.dumps({"traceEvents": [{**mm, "dur": 1e308}]})),
+                  ("dur 1e16", json.dumps({"traceEvents": [{**mm, "dur": 1e16}]})),
+                  ("ts -1e300", json.dumps({"traceEvents": [{**mm, "ts": -1e300}]})),
+                  ("dur 5e-324", json.dumps({"traceEvents": [{**mm, "dur": 5e-324}]}))]
+        for digits in (19, 20, 40, 310, 401):
+            traces.append((f"ts of {digits} digits", '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", '
+                           '"pid": 1, "tid": 1, "ts": ' + "9" * digits + ', "dur": 5}]}'))
+            traces.append((f"dur of {digits} digits", '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", '
+                           '"pid": 1, "tid": 1, "ts": 0, "dur": ' + "9" * digits + '}]}'))
+        for desc, text in traces:
+            for extra in ([], ["--json"], ["--on", "a100-sxm-80gb"], ["--roofline", "{dir}/r.png"]):
+                self.add("hardening2", ["trace", "{dir}/t.json", "--device", "h100-sxm"] + extra,
+                         [{"path": "t.json", "text": text}], desc=f"trace {desc} {' '.join(extra)}")
+        big = "1" + "0" * 400
+        for spec in ("{from: 1, to: BIG, times: 2}", "{from: BIG, to: BIG, step: 1}", "{from: 1, to: 8, step: BIG}",
+                     "{from: 1, to: 8, times: BIG}", "[1, BIG]", "BIG", "[-BIG]", "{from: -BIG, to: 1, step: 1}",
+                     "{from: 1, to: 1e300, times: 1e300}", "[1e308, 1e300]"):
+            grid = f"axes:\n  model: [gpt2]\n  device: [h100-sxm]\n  batch: {spec.replace('BIG', big)}\n"
+            self.add("hardening2", ["sweep", "{dir}/g.yaml", "--out", "{dir}/s.parquet", "--no-progress"],
+                     [{"path": "g.yaml", "text": grid}], desc=f"grid batch {spec}")
+        for address in ("tcp://[::1", "tcp://[::1]", "dask://", "dask://:8786", "dask://h", "dask://h:0", "dask://h:65536",
+                        "dask://h:99999999999999999999", "dask://h:x", "ray://h:-1", "dask://h:1/path", "dask://u@h:1",
+                        "dask://h:1?x=1", "tcp://" + "h" * 300 + ":1", "spark://h:1", "dask://[zz]:1", "ray://[::1:1"):
+            self.add("hardening2", ["sweep", "examples/sweeps/serving.yaml", "--out", "{dir}/s.parquet",
+                                    "--cluster", address, "--no-progress"], desc=f"--cluster {address[:40]!r}")
+        for target in ("/proc/self/x.png", "/proc/x/y.png", "/sys/x.png", "/dev/null/x.png"):
+            self.add("hardening2", ["predict", "gpt2", "--device", "h100-sxm", "--roofline", target],
+                     desc=f"--roofline {target}")
+        limits = [["count", "gpt2", "--top", "-1"], ["count", "gpt2", "--top", "-99999999"],
+                  ["count", "gpt2", "--top", "99999999999"],
+                  ["op", "allreduce", "--device", "h100", "--bytes", "1.5", "--gpus", "8"],
+                  ["op", "copy", "--device", "h100", "--bytes", "2.5"],
+                  ["op", "allgather", "--device", "h100", "--bytes", "1e6", "--gpus", "16", "--nodes", "2",
+                   "--scaleout-gbps", "nan"],
+                  ["op", "allreduce", "--device", "h100", "--bytes", "1e6", "--gpus", "16", "--nodes", "2",
+                   "--scaleout-gbps", "-1"],
+                  ["op", "allreduce", "--device", "mi300x", "--bytes", "1e6", "--gpus", "16", "--nodes", "2",
+                   "--scaleout-gbps", "1e400"],
+                  ["compare", "gpt2", "--devices", ""], ["compare", "gpt2", "--devices", ","],
+                  ["compare", "gpt2", "--devices", " , "]]
+        for flag in ("--slo-ttft", "--slo-tpot"):
+            for value in ("0", "-1", "-0", "1e-400"):
+                limits.append(["serve", "gpt2", "--device", "l4", "--rate", "2", "--input-len", "128", "--output-len",
+                               "32", "--requests", "20", flag, value])
+        for value in ("-1", "1e9", "101"):
+            limits.append(["trace", "{dir}/t.json", "--device", "h100-sxm", "--host-scale", value])
+            limits.append(["trace", "{dir}/t.json", "--device", "h100-sxm", "--on", "a100-sxm-80gb", "--host-scale", value])
+        for argv in limits:
+            self.add("hardening2", argv, [{"path": "t.json", "text": json.dumps({"traceEvents": [mm]})}],
+                     desc=" ".join(argv)[:60])
+        for name, text in (("e.jsonl", ""), ("blank.jsonl", "\n  \n\n"), ("h.csv", "model,device\n"),
+                           ("bom.jsonl", "\ufeff"), ("ws.csv", "\n\n")):
+            self.add("hardening2", ["predict", "--configs", "{dir}/" + name], [{"path": name, "text": text}],
+                     desc=f"empty --configs {name}")
+        for key in ("providers", "regions", "instances", "pricing"):
+            self.add("hardening2", ["plan", "{dir}/s.yaml"],
+                     [{"path": "s.yaml", "text": _scenario_text_with(("candidates", "cloud", key), "[]")}],
+                     desc=f"scenario candidates.cloud.{key}: []")
+        self.add("hardening2", ["plan", "{dir}/s.yaml"],
+                 [{"path": "s.yaml", "text": _scenario_text_with(("candidates", "onprem"),
+                                                                  "{site: us-virginia-colo, servers: []}")}],
+                 desc="scenario candidates.onprem.servers: []")
+        for argv in (["predict", "gpt2", "--device", "h100-sxm"], ["count", "gpt2"], ["plan", "examples/chat.yaml"]):
+            self.add("hardening2", argv, catalog=[{"op": "delete", "file": "devices.csv"}],
+                     desc=f"PLANNER_HARDWARE_SPECS without devices.csv: {argv[0]}")
+        for secret in ("TOKEN-abc", "x" * 5000, "=cmd()"):
+            row = json.dumps({"model": "{dir}/other.json", "device": "h100"})
+            self.add("hardening2", ["predict", "--configs", "{dir}/rows.jsonl", "--json"],
+                     [{"path": "rows.jsonl", "text": row + "\n"},
+                      {"path": "other.json", "text": json.dumps({"model_type": secret})}],
+                     desc=f"--configs naming another JSON file (model_type {secret[:10]!r})")
+        for name in ("os:abort", "code:interact", "sys:exit", "builtins:exit", "subprocess:getoutput", "json:loads",
+                     "planner.cli:main", "os.path:exists", "a.b:c"):
+            for argv in (["count", name], ["predict", name, "--device", "h100"], ["compare", name, "--devices", "h100"]):
+                self.add("hardening2", argv, desc=f"{argv[0]} {name} without --allow-code")
+        self.add("hardening2", ["serve", "gpt2", "--device", "l4", "--rate", "2", "--input-len", "128",
+                                "--output-len", "32", "--requests", "20"], desc="serve gpt2 (1,024 positions)")
+
     def build(self) -> list[dict]:
         for family in (self.cli_numbers, self.cli_floats, self.names, self.config_json, self.configs_rows,
-                       self.scenario_yaml, self.catalog_csv, self.outputs):
+                       self.scenario_yaml, self.catalog_csv, self.outputs, self.hardening2):
             family()
         for i, case in enumerate(self.cases):
             case["id"] = i

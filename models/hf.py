@@ -39,6 +39,10 @@ the largest about 17 s on a 2-core CI machine)."""
 class ConfigFieldError(ValueError):
     """A missing or bad field of a model config."""
 
+    quiet: str = ""
+    """The same message without any value read from the file (for a file a data file named: its content is not
+    echoed); empty where the message echoes none."""
+
 
 class _Fields:
     """Typed access to the fields of one config, with errors naming the origin and field."""
@@ -373,7 +377,9 @@ def parse(raw: Any, origin: str) -> tuple[str, DecoderConfig | BertConfig | ResN
         config = library.parse({**raw, "planner_builder": "transformers"}, origin, ConfigFieldError)
         return config.family, config
     if not isinstance(model_type, str) or model_type not in _PARSERS:
-        raise ConfigFieldError(f"{origin}: field 'model_type' is {_short(model_type)}; valid: {', '.join(MODEL_TYPES)}")
+        exc = ConfigFieldError(f"{origin}: field 'model_type' is {_short(model_type)}; valid: {', '.join(MODEL_TYPES)}")
+        exc.quiet = f"{origin}: field 'model_type' is not one planner reads; valid: {', '.join(MODEL_TYPES)}"
+        raise exc
     missing = [key for key in _REQUIRED[model_type] if key not in raw]
     if missing:
         fields = ", ".join(f"'{key}'" for key in missing)

@@ -42,6 +42,24 @@ def specs_root() -> Path:
     return Path(override) if override else shipped_specs()
 
 
+def check_specs_env() -> None:
+    """ConfigError when $PLANNER_HARDWARE_SPECS is set to something that is not a hardware_specs folder (no
+    devices.csv in it): the message names the variable and the folder, before any file under it is read."""
+    override = os.environ.get(SPECS_ENV)
+    if not override:
+        return
+    folder = Path(override)
+    shown = override if len(override) <= 120 else f"{override[:100]}... ({len(override):,} characters)"
+    try:
+        ok = folder.is_dir() and (folder / "devices.csv").is_file()
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
+        what = "is not a folder" if not folder.is_dir() else "has no devices.csv"
+        raise ConfigError(f"{SPECS_ENV}='{shown}' {what}: it must name a copy of planner's hardware_specs folder "
+                          f"(devices.csv, engines/, efficiency/, ...); unset it to use the shipped one")
+
+
 MAX_FILE_BYTES = 64 * 2**20
 """Largest data file read (64 MiB): the biggest shipped file, a calibration profile, is about 1.5 MiB."""
 MAX_JSON_DEPTH = 64
@@ -68,7 +86,7 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
-        raise ConfigError(f"cannot write '{target}': {exc.strerror}") from None
+        raise write_error(target, exc) from None
     try:
         os.chmod(tmp, new_file_mode())
         with os.fdopen(fd, "w") as f:
@@ -76,11 +94,22 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise write_error(target, exc) from None
         raise
     return target
+
+
+def write_error(target: str | Path, exc: OSError, flag: str = "") -> ConfigError:
+    """The one-line error for a file that could not be written (a full disk, a read-only or vanished folder,
+    a name the file system refuses): the path, shortened, and the system's reason."""
+    text = str(target)
+    shown = text if len(text) <= 120 else f"{text[:100]}... ({len(text):,} characters)"
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return ConfigError(f"{flag + ': ' if flag else ''}cannot write '{shown}': {reason}")
 
 
 def read_text(path: str | Path, what: str, max_bytes: int = MAX_FILE_BYTES) -> str:
@@ -220,3 +249,71 @@ def finite(value: float, what: str) -> float:
 def _repr(value) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: str | Path, what: str):
+    """Hold an exclusive lock on the file `path` (created, holding this process's id) while the block runs, so
+    that a second planner process writing the same output stops at once: ConfigError naming `what` and the
+    other process's id. The lock file is removed on the way out. Where the platform has no fcntl (Windows)
+    the block runs unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on Linux or macOS
+        yield
+        return
+    lock = Path(path)
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise write_error(lock, exc) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                other = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            except OSError:
+                other = "unknown"
+            os.close(fd)
+            raise ConfigError(f"{what} is being written by another planner process (pid {other[:12]}); wait for "
+                              "it to finish or give another output") from None
+        # the file may have been removed by its previous holder between our open and lock: lock the one on disk
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except OSError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+
+
+SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+"""Leading characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection)."""
+
+
+def spreadsheet_csv(frame) -> str:
+    """A DataFrame as CSV for a person to open in a spreadsheet: a text cell that starts with a formula
+    character (SPREADSHEET_TRIGGERS) gets a leading apostrophe, so that a name from a scenario or a catalog
+    ("=HYPERLINK(...)") is shown, not run; numbers (a negative one too) are written as they are."""
+
+    def safe(value):
+        if isinstance(value, str) and value.startswith(SPREADSHEET_TRIGGERS):
+            return "'" + value
+        return value
+
+    from pandas.api.types import is_object_dtype, is_string_dtype
+
+    texts = [name for name in frame.columns if is_object_dtype(frame[name]) or is_string_dtype(frame[name])]
+    out = frame.copy()
+    for name in texts:
+        out[name] = out[name].map(safe)
+    return out.to_csv(index=False)

@@ -8,6 +8,7 @@ written atomically.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import tempfile
@@ -16,7 +17,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw
 
 from planner.errors import ConfigError
-from planner.files import new_file_mode
+from planner.files import new_file_mode, write_error
 from planner.hardware.catalog import Device
 from planner.predict.roofline import vector_peak
 from planner.predict.timing import OpRow
@@ -88,17 +89,24 @@ def draw_roofline(path: str, device: Device, rows: list[OpRow], dtype: str, titl
     return _save(img, check_target(path))
 
 
-def _save(img: Image.Image, target: Path) -> Path:
-    """Write `img` as a PNG atomically (a temporary file renamed over the target)."""
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=target.parent)
+def _save(img: Image.Image, target: Path, flag: str = "--roofline") -> Path:
+    """Write `img` as a PNG atomically (a temporary file renamed over the target); ConfigError when the folder
+    refuses it (read-only, full, not a real folder such as /proc/self), nothing left behind."""
+    try:
+        fd, tmp = tempfile.mkstemp(suffix=".png", dir=target.parent)
+    except OSError as exc:
+        raise write_error(target, exc, flag) from None
     os.close(fd)
     try:
         os.chmod(tmp, new_file_mode())  # mkstemp's 0600 -> what open() would give
         img.save(tmp, format="PNG")
         os.replace(tmp, target)
+    except OSError as exc:
+        raise write_error(target, exc, flag) from None
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     return target
 
 

@@ -57,7 +57,7 @@ def test_malformed_config_names_the_field_without_traceback(tmp_path):
 
 
 def test_custom_model_entry_point(capsys):
-    assert main(["count", "custom_model:two_layer", "--dtype", "fp32", "--json"]) == 0
+    assert main(["count", "custom_model:two_layer", "--allow-code", "--dtype", "fp32", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     # Linear 16->16 and 16->4 at batch 2: 2·2·16·16 + 2·2·16·4 = 1,280 matmul FLOP, plus ReLU on 32 elements
     assert out["params"] == 16 * 16 + 16 + 16 * 4 + 4
@@ -65,7 +65,7 @@ def test_custom_model_entry_point(capsys):
 
 
 def test_bad_custom_model_and_bad_sizes_are_clear_errors(capsys):
-    assert main(["count", "custom_model:not_a_model"]) == 2
+    assert main(["count", "custom_model:not_a_model", "--allow-code"]) == 2
     assert "must return (nn.Module, example inputs)" in capsys.readouterr().err
     assert main(["count", "no_such_module:fn"]) == 2
     assert "cannot import" in capsys.readouterr().err

@@ -125,3 +125,134 @@ def test_a_zero_count_in_a_configs_row_is_refused_not_taken_as_the_default(capsy
     a, b = (json.loads(line) for line in out.splitlines())
     assert "at least 1" in a["error"] and "input_len" in a["error"]
     assert "error" not in b
+
+
+# ------------------------------------------------------------------ issue 45: the second hardening pass
+
+_MM = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5,
+       "args": {"Input type": ["float", "float"], "Input Dims": [[4, 8], [8, 2]]}}
+
+
+def _trace(tmp_path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("event, message", [
+    (json.dumps({"traceEvents": [{**_MM, "dur": 0}]}), "spans no time"),
+    (json.dumps({"traceEvents": [{**_MM, "dur": 1e308}]}), "'dur' = 1e+308 us, beyond"),
+    ('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": ' + "9" * 401
+     + ', "dur": 5}]}', "'ts' = a 401-digit number us"),
+])
+def test_traces_with_impossible_times_are_one_line_errors(capsys, tmp_path, event, message):
+    rc, out, err = _run(capsys, "trace", _trace(tmp_path, "t.json", event), "--device", "h100-sxm")
+    assert rc == 2 and message in err and err.count("\n") == 1
+
+
+def test_a_grid_number_beyond_float_is_refused(capsys, tmp_path):
+    for spec in ({"from": 1, "to": 10**400, "times": 2}, [1, 10**400]):
+        grid = tmp_path / "g.yaml"
+        body = json.dumps({"axes": {"model": ["gpt2"], "device": ["h100-sxm"], "batch": "SPEC"}})
+        grid.write_text(body.replace('"SPEC"', json.dumps(spec) if isinstance(spec, list) else
+                                     "{" + ", ".join(f'"{k}": {v}' for k, v in spec.items()) + "}"))
+        rc, out, err = _run(capsys, "sweep", str(grid), "--out", str(tmp_path / "s.parquet"), "--no-progress")
+        assert rc == 2 and "up to 1e+300" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["predict", "gpt2", "--device", "h100-sxm", "--roofline", "/proc/self/x.png"], "--roofline: cannot write"),
+    (["sweep", "examples/sweeps/serving.yaml", "--cluster", "tcp://[::1"], "not a valid tcp://HOST:PORT address"),
+    (["sweep", "examples/sweeps/serving.yaml", "--cluster", "dask://host"], "needs a host and a port"),
+    (["sweep", "examples/sweeps/serving.yaml", "--cluster", "dask://h:0"], "port 0 is not in 1..65535"),
+    (["count", "gpt2", "--top", "-1"], "--top must be a whole number from 0"),
+    (["op", "allreduce", "--device", "h100", "--bytes", "1.5", "--gpus", "8"], "whole number of bytes"),
+    (["serve", "gpt2", "--device", "l4", "--rate", "2", "--input-len", "128", "--output-len", "32", "--slo-ttft", "0"],
+     "--slo-ttft must be a positive number"),
+    (["compare", "gpt2", "--devices", ""], "names no device"),
+    (["count", "os:abort"], "add --allow-code"),
+    (["count", "code:interact"], "add --allow-code"),
+    (["predict", "os:abort", "--device", "h100"], "add --allow-code"),
+    (["compare", "json:loads"], "add --allow-code"),
+])
+def test_issue_45_command_lines_are_one_line_errors(capsys, argv, message):
+    rc, out, err = _run(capsys, *argv)
+    assert rc == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_host_scale_needs_a_what_if_and_a_sane_value(capsys, tmp_path):
+    trace = _trace(tmp_path, "t.json", json.dumps({"traceEvents": [_MM]}))
+    rc, out, err = _run(capsys, "trace", trace, "--device", "h100-sxm", "--host-scale", "-1")
+    assert rc == 2 and "--host-scale scales the host time of a what-if" in err
+    rc, out, err = _run(capsys, "trace", trace, "--device", "h100-sxm", "--on", "a100-sxm-80gb", "--host-scale", "-1")
+    assert rc == 2 and "--host-scale must be a number in [0, 100]" in err
+
+
+def test_configs_limits_empty_files_and_the_row_limit(capsys, tmp_path, monkeypatch):
+    from planner.cli import predict as cli_predict
+
+    for name, text in (("e.jsonl", ""), ("blank.jsonl", "\n \n"), ("h.csv", "model,device\n")):
+        rc, out, err = _run(capsys, "predict", "--configs", _trace(tmp_path, name, text))
+        assert rc == 2 and "holds no configuration" in err and out == ""
+    monkeypatch.setattr(cli_predict, "MAX_CONFIG_ROWS", 3)  # the limit counts rows, not rows + 1
+    row = '{"model": "gpt2", "device": "h100"}\n'
+    rc, out, err = _run(capsys, "predict", "--configs", _trace(tmp_path, "four.jsonl", row * 4))
+    assert rc == 2 and "4 rows; the limit is 3" in err
+    rc, out, err = _run(capsys, "predict", "--configs", _trace(tmp_path, "three.csv", "model,device\n"
+                                                                + "gpt2,h100\n" * 3), "--json")
+    assert rc == 0 and len(out.splitlines()) == 3
+
+
+def test_a_wrong_specs_folder_names_the_variable_and_the_folder(capsys, monkeypatch, tmp_path):
+    from planner.predict.context import default_context
+    from planner.workload.quant import load_recipes
+
+    monkeypatch.setenv("PLANNER_HARDWARE_SPECS", str(tmp_path))
+    default_context.cache_clear()
+    try:
+        rc, out, err = _run(capsys, "predict", "gpt2", "--device", "h100-sxm")
+    finally:
+        monkeypatch.delenv("PLANNER_HARDWARE_SPECS")
+        default_context.cache_clear()
+        getattr(load_recipes, "cache_clear", lambda: None)()
+    assert rc == 2 and f"PLANNER_HARDWARE_SPECS='{tmp_path}' has no devices.csv" in err and err.count("\n") == 1
+
+
+def test_a_model_file_named_by_data_is_not_echoed(capsys, tmp_path):
+    other = tmp_path / "secret.json"
+    other.write_text('{"model_type": "TOKEN-abc123", "x": 1}')
+    rows = _trace(tmp_path, "rows.jsonl", json.dumps({"model": str(other), "device": "h100"}) + "\n")
+    rc, out, err = _run(capsys, "predict", "--configs", rows, "--json")
+    line = json.loads(out)
+    assert rc == 0 and "TOKEN-abc123" not in line["error"] and "is not one planner reads" in line["error"]
+    # named on the command line by its user: the value is shown, to find the typo
+    rc, out, err = _run(capsys, "count", str(other))
+    assert rc == 2 and "TOKEN-abc123" in err
+
+
+def test_a_scenario_with_an_empty_candidate_list_is_refused(capsys, tmp_path):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "examples" / "chat.yaml").read_text()
+    assert "providers: [aws, gcp, azure, runpod, lambda]" in text
+    scenario = _trace(tmp_path, "s.yaml", text.replace("providers: [aws, gcp, azure, runpod, lambda]", "providers: []"))
+    rc, out, err = _run(capsys, "plan", scenario)
+    assert rc == 2 and "candidates.cloud.providers: is an empty list" in err
+
+
+def test_serving_a_learned_position_model_packs_long_steps_into_sequences(capsys):
+    # gpt2 holds 1,024 positions; a step of 2,048 prompt tokens is two requests' prompts, not one sequence
+    rc, out, err = _run(capsys, "serve", "gpt2", "--device", "l4", "--rate", "2", "--input-len", "128",
+                        "--output-len", "32", "--requests", "50", "--json")
+    assert rc == 0, err
+
+
+def test_plan_csv_neutralises_spreadsheet_formulas():
+    import pandas as pd
+
+    from planner.files import spreadsheet_csv
+
+    text = spreadsheet_csv(pd.DataFrame({"name": ["=HYPERLINK(\"x\")", "+1", "-cmd", "@SUM(A1)", "ok", None],
+                                         "usd": [-1.5, 2.0, 3.0, 4.0, 5.0, 6.0]}))
+    assert text.splitlines() == ["name,usd", "\"'=HYPERLINK(\"\"x\"\")\",-1.5", "'+1,2.0", "'-cmd,3.0",
+                                 "'@SUM(A1),4.0", "ok,5.0", ",6.0"]

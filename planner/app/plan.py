@@ -14,6 +14,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from planner.files import spreadsheet_csv
+
 from planner.app.common import ROOT, band_text, context, dated, hardware_key, purpose, shown, upload_text
 from planner.app.wording import app_words
 
@@ -538,7 +540,7 @@ def _results(result: dict, text: str, scenario_download: bool = True) -> None:
 
     out = json_safe({**plan, "check": {"passed": not problems, "problems": problems}})
     cols = st.columns(3 if scenario_download else 2)
-    cols[0].download_button("Plan as CSV", rows.to_csv(index=False), "plan.csv", "text/csv", key="dl_csv",
+    cols[0].download_button("Plan as CSV", spreadsheet_csv(rows), "plan.csv", "text/csv", key="dl_csv",
                             on_click="ignore", help="The table of what to rent and buy, one row per candidate")
     cols[1].download_button("Plan as JSON", json.dumps(out, indent=2, default=str, allow_nan=False), "plan.json",
                             "application/json", key="dl_json", on_click="ignore",

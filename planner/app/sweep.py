@@ -270,7 +270,9 @@ def _rows_of(data: bytes) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _csv_of(data: bytes) -> str:
-    return pd.read_parquet(io.BytesIO(data)).to_csv(index=False)
+    from planner.files import spreadsheet_csv
+
+    return spreadsheet_csv(pd.read_parquet(io.BytesIO(data)))
 
 
 def page() -> None:

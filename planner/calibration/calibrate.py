@@ -66,7 +66,7 @@ from planner.calibration.resume import (
     write_partial,
 )
 from planner.errors import ConfigError
-from planner.files import shipped_specs, write_text_atomic
+from planner.files import exclusive_lock, shipped_specs, write_text_atomic
 
 DEFAULT_OUT = shipped_specs() / "calibration"
 SCHEMA = 1
@@ -378,6 +378,13 @@ def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Pat
     device = local_device(device_spec)
     plan = plan if plan is not None else build_plan(device)
     folder = device_folder(root, device.id)
+    # one calibration per output folder: a second writer of the same profile stops at once, naming the first
+    with exclusive_lock(folder / ".calibrate.lock", f"calibration output '{folder}'"):
+        return _calibrate_locked(device, plan, folder, budget_s, began, log, force)
+
+
+def _calibrate_locked(device, plan: list[dict], folder: Path, budget_s: float, began: float, log,
+                      force: bool) -> Path:
     partial = folder / "partial.jsonl"
     digest = _plan_hash(plan)
     plan_keys = {json.dumps(e, sort_keys=True) for e in plan}
@@ -504,15 +511,15 @@ def calibrate(device_spec: str = "auto", budget_s: float = 600.0, out: str | Pat
     log(f"calibrate: wrote {target} ({len(measured)} measurements, {duration:.0f} s of the {budget_s:.0f} s budget"
         f"{runs}; probe CV {cv:.1%})")
     for kind, stats in sorted(report["by_kind"].items()):
-        log(f"  leave-one-out {kind:<11} n={stats['n']:>3}  median |error| {stats['median_abs_error']:.1%}  "
-            f"p90 {stats['p90_abs_error']:.1%}")
-    log(f"  leave-one-out all         n={report['n']:>3}  median |error| {report['median_abs_error']:.1%}  "
-        f"p90 {report['p90_abs_error']:.1%}  ({report['n']} of {report['eligible']} points judged, "
+        log(f"  leave-one-out {kind:<11} n={stats['n']:>3}  median |error| {_pct(stats['median_abs_error'])}  "
+            f"p90 {_pct(stats['p90_abs_error'])}")
+    log(f"  leave-one-out all         n={report['n']:>3}  median |error| {_pct(report['median_abs_error'])}  "
+        f"p90 {_pct(report['p90_abs_error'])}  ({report['n']} of {report['eligible']} points judged, "
         f"{report['seconds']:.1f} s)")
     inner = report.get("interior", {})
     if inner.get("n"):
-        log(f"  leave-one-out interior    n={inner['n']:>3}  median |error| {inner['median_abs_error']:.1%}  "
-            f"p90 {inner['p90_abs_error']:.1%}  (the measured tier's band)")
+        log(f"  leave-one-out interior    n={inner['n']:>3}  median |error| {_pct(inner['median_abs_error'])}  "
+            f"p90 {_pct(inner['p90_abs_error'])}  (the measured tier's band)")
     return target
 
 
@@ -576,7 +583,7 @@ def refit(path: str | Path, log: Callable[[str], None] | None = None) -> dict:
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
             raise ConfigError(f"{file}: a malformed profile ({type(exc).__name__}: {str(exc)[:80]})") from None
         write_text_atomic(file, text)
-        log(f"refit {file}: held-back median |error| {report['median_abs_error']:.1%}, p90 {report['p90_abs_error']:.1%}")
+        log(f"refit {file}: held-back median |error| {_pct(report['median_abs_error'])}, p90 {_pct(report['p90_abs_error'])}")
         return report
     try:
         profile["ceilings"] = {**(profile.get("ceilings") or {}), **ceilings(profile["measurements"])}
@@ -586,8 +593,8 @@ def refit(path: str | Path, log: Callable[[str], None] | None = None) -> dict:
     profile["leave_one_out"] = report
     write_text_atomic(file, json.dumps(json_safe(profile), indent=1) + "\n")
     inner = report.get("interior", {})
-    log(f"refit {file}: leave-one-out median |error| {report['median_abs_error']:.1%}, p90 {report['p90_abs_error']:.1%}; "
-        f"interior p90 {inner.get('p90_abs_error', float('nan')):.1%}")
+    log(f"refit {file}: leave-one-out median |error| {_pct(report['median_abs_error'])}, p90 {_pct(report['p90_abs_error'])}; "
+        f"interior p90 {_pct(inner.get('p90_abs_error', float('nan')))}")
     return report
 
 
@@ -605,3 +612,8 @@ def ceilings(measured: list[dict]) -> dict:
         if m["kind"] in ("launch", "view"):
             out[f"{m['kind']}_overhead_s"] = m["time_s"]
     return out
+
+
+def _pct(value: float) -> str:
+    """A fraction as a percentage for the log; "n/a" where there was nothing to measure it on (NaN)."""
+    return "n/a (no points)" if value != value else f"{value:.1%}"

@@ -39,7 +39,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     from planner.cli import imported
     from planner.cli.predict import _request
     from planner.trace.advise import advise
-    from planner.workload.zoo import resolve
+    from planner.cli.args import cli_model
 
     imported()
     if args.trace:
@@ -51,7 +51,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     if not args.device:
         raise ConfigError("advise needs --device")
     progress.step("reading the model")
-    model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
+    model = cli_model(args.model, args.allow_code)  # package.module:function only with --allow-code
     progress.step("predicting the configuration and each change")
     advice = advise(_request(args), objective=args.objective, slo_ttft_s=args.slo_ttft, slo_tpot_s=args.slo_tpot,
                     max_latency_s=args.max_latency, top=args.top, model=model)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from planner.cli.names import DTYPES, PRICINGS
-from planner.errors import PlannerError, shorten
+from planner.errors import ConfigError, PlannerError, shorten
 
 MAX_INT = 2**53
 """Largest whole number a flag takes: every count becomes a float in the model, exact up to 2^53.
@@ -47,7 +47,9 @@ def _batch(text: str) -> int | str:
 
 def deployment_flags(p: argparse.ArgumentParser) -> None:
     """The flags that place a workload on devices (predict, advise): model, device, layout, network, power."""
-    p.add_argument("model", nargs="?", help="zoo id, config.json path or package.module:function")
+    p.add_argument("model", nargs="?", help="zoo id, config.json path, path/to/model.py:function, or "
+                                            "package.module:function with --allow-code")
+    code_flag(p)
     p.add_argument("--device", help="catalog device id or alias (e.g. h100-sxm, H100, mi300x)")
     p.add_argument("--gpus", type=positive_int, help="devices in the deployment (default tp x pp x dp)")
     for name, text in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages"), ("ep", "expert-parallel degree")):
@@ -152,3 +154,38 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds * 1e3:.2f} ms"
 
 
+def code_flag(p: argparse.ArgumentParser) -> None:
+    """--allow-code: a model named package.module:function is imported (and its code run) only with it."""
+    p.add_argument("--allow-code", action="store_true",
+                   help="let MODEL be package.module:function: imports that module and runs its code "
+                        "(path/to/model.py:function needs no flag: the file is named explicitly)")
+
+
+def cli_model(name: str, allow_code: bool):
+    """The Model of a command-line MODEL: a zoo id, a config.json path, path/to/model.py:function (a file the
+    user named), or package.module:function with --allow-code only, so that a name pasted from elsewhere cannot
+    import a module of the environment (code:interact, os:abort); ConfigError saying how otherwise."""
+    from pathlib import Path
+
+    from planner.workload.zoo import is_file_function, resolve
+
+    text = name.strip() if isinstance(name, str) else ""
+    named_code = ":" in text and not text.lower().endswith(".json") and not is_file_function(text)
+    try:
+        exists = Path(text).exists()
+    except (OSError, ValueError):
+        exists = False
+    if named_code and not exists and not allow_code:
+        from planner.workload.zoo import planner_models
+
+        module, _, attr = text.partition(":")
+        if text.lower() in planner_models.zoo_ids():
+            pass
+        elif module and attr and all(part.isidentifier() for part in module.split(".") + [attr]):
+            raise ConfigError(f"'{shorten(text)}' names Python code (package.module:function): importing it runs that "
+                              "module's code; add --allow-code to run it, or name your file as "
+                              "path/to/model.py:function")
+        else:
+            raise ConfigError(f"'{shorten(text)}' is not package.module:function (dotted Python identifiers, then a "
+                              "colon and a function name), nor a zoo id, a config.json path or path/to/model.py:function")
+    return resolve(name, allow_code=allow_code or is_file_function(text), echo=True)

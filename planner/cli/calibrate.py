@@ -161,6 +161,8 @@ def _check_op_args(args: argparse.Namespace) -> None:
     # NaN fails every comparison: `not` of the range test catches it with inf
     if args.bytes is not None and not 1 <= args.bytes <= MAX_BYTES:
         raise ConfigError(f"--bytes must be a finite number of bytes from 1 to {MAX_BYTES:.0e}, got {args.bytes:g}")
+    if args.bytes is not None and args.bytes != int(args.bytes):
+        raise ConfigError(f"--bytes must be a whole number of bytes, got {args.bytes:g}")
     if args.gpus is not None and args.gpus > MAX_GPUS:
         raise ConfigError(f"--gpus must be a whole number from 1 to {MAX_GPUS:,}, got {args.gpus:.3e}")
     if args.nodes > min(args.gpus or MAX_GPUS, MAX_GPUS):

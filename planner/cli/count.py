@@ -8,8 +8,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from planner.cli import progress
-from planner.cli.args import positive_int, precision_flags, precision_of
+from planner.cli.args import code_flag, positive_int, precision_flags, precision_of
 from planner.cli.names import DTYPES, MODES
+from planner.errors import ConfigError
 from planner.units import count as fmt_count
 from planner.units import json_safe, si
 
@@ -25,7 +26,9 @@ def add_count(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("count", help="count FLOP and bytes of a model's workload, op by op",
                        description="Capture the aten op graph of MODEL on meta tensors and count FLOP "
                                    "(2 per multiply-add) and bytes read and written.")
-    p.add_argument("model", help="zoo id (e.g. llama-3.1-8b), path to a config.json, or package.module:function")
+    p.add_argument("model", help="zoo id (e.g. llama-3.1-8b), path to a config.json, path/to/model.py:function, or "
+                                 "package.module:function with --allow-code")
+    code_flag(p)
     p.add_argument("--mode", choices=MODES, default="inference",
                    help="inference = prefill for LMs, a forward pass otherwise (default: inference)")
     p.add_argument("--batch", type=positive_int,
@@ -160,16 +163,18 @@ def _check_lengths(args: argparse.Namespace) -> None:
 
 def cmd_count(args: argparse.Namespace) -> int:
     _check_lengths(args)
+    if not 0 <= args.top <= 1_000_000:
+        raise ConfigError(f"--top must be a whole number from 0 (all rows) to 1,000,000, got {args.top:,}")
     progress.step("importing", of=5 + (args.counter == "fvcore"))
     from planner.cli import imported
     from planner.workload.counting import OpCost, count
     from planner.workload.graphs import Workload, build_graph, context_note
     from planner.workload.user_model import default_batch
-    from planner.workload.zoo import resolve
+    from planner.cli.args import cli_model
 
     imported()
     progress.step("reading the model")
-    model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
+    model = cli_model(args.model, args.allow_code)  # package.module:function only with --allow-code
     batch = args.batch if args.batch is not None else default_batch(model)
     progress.step("capturing its graph")
     wg = build_graph(model, Workload(mode=args.mode, batch=batch, seq_len=args.seq_len,

@@ -7,8 +7,8 @@ import json
 import math
 
 from planner.cli import progress
-from planner.cli.args import deployment_flags, fmt_time, positive_int, precision_of, workload_flags
-from planner.errors import PlannerError
+from planner.cli.args import code_flag, deployment_flags, fmt_time, positive_int, precision_of, workload_flags
+from planner.errors import ConfigError, PlannerError
 from planner.units import band_label, json_safe, si, usd
 
 
@@ -30,7 +30,9 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare every catalog device on one workload",
                        description="One row per device: the smallest tensor-parallel group that fits, on its "
                                    "cheapest catalog instance.")
-    p.add_argument("model")
+    p.add_argument("model", help="zoo id, config.json path, path/to/model.py:function, or package.module:function "
+                                 "with --allow-code")
+    code_flag(p)
     p.add_argument("--devices", default="all", help="'all' or a comma-separated list of device ids")
     p.add_argument("--gpus", type=positive_int,
                    help="devices per configuration, as predict's --gpus (tp x dp: the smallest tensor-parallel "
@@ -143,14 +145,20 @@ def _read_configs(path: str) -> list[dict]:
     """The rows of a --configs file (JSONL or CSV); a row that cannot be read becomes {"__error__": why}."""
     import csv
 
-    from planner.errors import ConfigError
+    from planner.errors import ConfigError, shorten
     from planner.files import parse_json, read_text
 
     text = read_text(path, "--configs")
     lines = text.splitlines()
-    if len(lines) > MAX_CONFIG_ROWS + 1:
-        raise ConfigError(f"--configs: {len(lines):,} lines; the limit is {MAX_CONFIG_ROWS:,} rows")
-    if path.endswith(".csv"):
+    csv_file = path.endswith(".csv")
+    # rows: the non-blank lines, less a CSV file's header
+    rows_given = sum(1 for line in lines if line.strip()) - (1 if csv_file else 0)
+    if rows_given > MAX_CONFIG_ROWS:
+        raise ConfigError(f"--configs: {rows_given:,} rows; the limit is {MAX_CONFIG_ROWS:,}")
+    if rows_given <= 0:
+        raise ConfigError(f"--configs '{shorten(path)}' holds no configuration: give one per line (JSONL), or a "
+                          "CSV header of keys and one row per configuration")
+    if csv_file:
         rows = []
         reader = csv.DictReader(lines, restkey="__extra__")
         try:
@@ -212,7 +220,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from planner.errors import ConfigError
     from planner.predict.api import op_rows, predict, tp_that_fits
     from planner.workload.user_model import default_batch, example_of
-    from planner.workload.zoo import resolve
+    from planner.cli.args import cli_model
 
     imported()
 
@@ -224,7 +232,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from planner.plot import check_target
         check_target(args.roofline)  # before any work
     progress.step("reading the model")
-    model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
+    model = cli_model(args.model, args.allow_code)  # package.module:function only with --allow-code
     req = _request(args, args.batch if args.batch is not None else default_batch(model))
     progress.step("counting its graphs and predicting")
     prediction = predict(req, model=model)
@@ -275,18 +283,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from planner.hardware.catalog import dated
     from planner.predict.api import compare
     from planner.workload.user_model import default_batch
-    from planner.workload.zoo import resolve
+    from planner.cli.args import cli_model
 
     imported()
 
     devices = None if args.devices == "all" else [d.strip() for d in args.devices.split(",") if d.strip()]
+    if devices is not None and not devices:
+        raise ConfigError(f"--devices {args.devices!r} names no device: give 'all' or a comma-separated list of "
+                          "catalog ids (planner devices)")
     training = {}
     if args.mode == "training":
         training = {k: getattr(args, k) for k in ("global_batch", "micro_batch", "microbatches", "recompute",
                                                    "mixed_precision", "optimizer", "train_tokens")}
     training["engine"] = args.engine
     progress.step("reading the model")
-    model = resolve(args.model, allow_code=True)  # a command-line argument: the user chose to run it
+    model = cli_model(args.model, args.allow_code)  # package.module:function only with --allow-code
     batch = args.batch if args.batch is not None else default_batch(model)
     progress.step("counting its graphs and predicting on " + ("every catalog device" if devices is None else
                                                               f"{len(devices)} device{'s' * (len(devices) != 1)}"))

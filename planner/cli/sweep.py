@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from planner.cli.args import fmt_time
-from planner.errors import ConfigError
+from planner.errors import ConfigError, shorten
 
 CLUSTERS = "dask-local, ray-local, dask://HOST:PORT, tcp://HOST:PORT (Dask), ray://HOST:PORT"
 
@@ -37,13 +37,33 @@ def backend_of(workers: int, cluster: str | None) -> tuple[str, str | None]:
         return "dask", None
     if cluster == "ray-local":
         return "ray", None
-    if cluster.startswith("dask://"):
-        return "dask", "tcp://" + cluster.removeprefix("dask://")
-    if cluster.startswith("tcp://"):
-        return "dask", cluster
-    if cluster.startswith("ray://"):
-        return "ray", cluster
-    raise ConfigError(f"--cluster '{cluster}' is not one of: {CLUSTERS}")
+    for scheme, backend, prefix in (("dask://", "dask", "tcp://"), ("tcp://", "dask", "tcp://"),
+                                    ("ray://", "ray", "ray://")):
+        if cluster.startswith(scheme):
+            return backend, prefix + _host_port(cluster, scheme)
+    raise ConfigError(f"--cluster '{shorten(cluster)}' is not one of: {CLUSTERS}")
+
+
+def _host_port(cluster: str, scheme: str) -> str:
+    """HOST:PORT of a --cluster address, checked (a host name or IP, IPv6 in brackets; a port in 1..65535);
+    ConfigError naming the address and what is valid."""
+    from urllib.parse import urlsplit
+
+    rest = cluster.removeprefix(scheme)
+    shown = shorten(cluster)
+    port_eg = 10001 if scheme == "ray://" else 8786  # Ray's client server and Dask's scheduler ports
+    try:
+        parts = urlsplit("tcp://" + rest)
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:  # an unclosed '[' of an IPv6 address, a port that is not a number or out of range
+        raise ConfigError(f"--cluster '{shown}' is not a valid {scheme}HOST:PORT address ({exc}); e.g. "
+                          f"{scheme}10.0.0.5:{port_eg} or {scheme}[::1]:{port_eg}") from None
+    if not host or port is None or parts.path or parts.query or parts.fragment or "@" in rest:
+        raise ConfigError(f"--cluster '{shown}' needs a host and a port, nothing else: {scheme}HOST:PORT, e.g. "
+                          f"{scheme}10.0.0.5:{port_eg}")
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"--cluster '{shown}': port {port} is not in 1..65535")
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -63,9 +83,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         bar = tqdm(total=points, initial=done, unit="pt", file=sys.stderr, dynamic_ncols=True,
                    disable=True if args.no_progress else None)  # None: off when stderr is not a terminal
 
+    def checking(seen: int, size: int) -> None:
+        # a large grid whose constraints drop most points is silent for minutes without this: a line per
+        # 2^20 points looked at (planner.sweep.grid.CHECK_REPORT), also when stderr is not a terminal
+        if not args.no_progress:
+            print(f"sweep: checking the grid's constraints: {seen:,} of {size:,} points looked at",
+                  file=sys.stderr, flush=True)
+
     try:
         result = run_sweep(grid, args.out, backend, args.workers, address,
-                           progress=lambda n: bar.update(n) if bar is not None else None, total=total)
+                           progress=lambda n: bar.update(n) if bar is not None else None, total=total,
+                           checking=checking)
     finally:
         if bar is not None:
             bar.close()

@@ -13,7 +13,7 @@ objective. Validation errors give the path of the bad key, e.g. `workloads[1].bu
     training:
       - {name: ft, model: llama-3.1-8b, tokens: 1.0e9, seq_len: 2048, deadline_days: 7}
     candidates:
-      cloud: {providers: [aws, runpod], regions: [], pricing: [on_demand, spot], instances: []}
+      cloud: {providers: [aws, runpod], pricing: [on_demand, spot]}   # regions, instances: left out = all
                                      # pricing: planner.hardware.catalog.PRICINGS (reserved_1y, ...)
       onprem: {site: us-virginia-colo, servers: [dgx-h100]}
     constraints:
@@ -321,6 +321,14 @@ class _At:
     def strings(self) -> tuple[str, ...]:
         return tuple(item.text() for item in self.items())
 
+    def names(self) -> tuple[str, ...]:
+        """A list of names that, when given, names at least one: an empty list would select no candidate (or,
+        read as no filter, every one); ConfigError saying to leave the key out for every one."""
+        found = self.strings()
+        if self.value is not None and not found:
+            raise self.fail("is an empty list: name at least one, or leave the key out to take every one")
+        return found
+
 
 def _model(node: _At, serving: bool, allow_model_files: bool) -> str:
     """A model named by a scenario: a zoo id or a config.json path (never package.module:function:
@@ -459,11 +467,17 @@ def _candidates(root: _At) -> Candidates:
         raise cand.fail("needs 'cloud' or 'onprem' candidates")
     on_cloud = cloud.value is not None
     return Candidates(
-        providers=cloud.optional("providers").strings(), regions=cloud.optional("regions").strings(),
-        pricing=tuple(p.text(PRICINGS) for p in cloud.optional("pricing", ["on_demand"]).items()) if on_cloud else (),
-        instances=cloud.optional("instances").strings(),
+        providers=cloud.optional("providers").names(), regions=cloud.optional("regions").names(),
+        pricing=tuple(p.text(PRICINGS) for p in _nonempty(cloud.optional("pricing", ["on_demand"])).items())
+        if on_cloud else (),
+        instances=cloud.optional("instances").names(),
         site=onprem.child("site").text() if onprem.value is not None else None,
-        servers=onprem.optional("servers").strings())
+        servers=onprem.optional("servers").names())
+
+
+def _nonempty(node: "_At") -> "_At":
+    node.names()
+    return node
 
 
 def _constraints(root: _At) -> Constraints:

@@ -167,8 +167,10 @@ def with_catalog(ctx: Context, catalog: Catalog) -> Context:
 def default_context() -> Context:
     """The context built from the shipped hardware_specs/, or from the directory named by the
     environment variable PLANNER_HARDWARE_SPECS (cached)."""
+    from planner.files import check_specs_env
     from planner.hardware.profile import load_profiles
 
+    check_specs_env()
     root = os.environ.get("PLANNER_HARDWARE_SPECS") or None
     catalog = load_catalog(root)
     profiles = load_profiles(str(Path(root) / "calibration") if root else None)

@@ -307,8 +307,7 @@ def rccl_best(op: str, message_bytes: float, ranks: int, bus_bytes_per_s: float,
 
 def describe_rccl(choice: Choice, ranks: int, nodes: int = 1) -> str:
     s = rccl_constants()["source"]
-    where = ("on one node over Infinity Fabric" if nodes == 1
-             else f"on {nodes} nodes, Infinity Fabric inside each")
+    where = ("on one node over xGMI" if nodes == 1 else f"on {nodes} nodes, xGMI inside each")
     return (f"RCCL model: {choice.algorithm}/{choice.protocol} picked ({ranks} GPUs {where}; "
             f"latency {choice.latency_s * 1e6:.1f} us, {choice.algo_bytes_per_s / 1e9:.0f} GB/s algorithm bandwidth; "
             f"RCCL tuning.cc latencies, {s['repository'].removeprefix('https://')} @{s['commit'][:7]})")

@@ -105,6 +105,12 @@ class Slo:
     tpot_stat: str | None = None
     """The statistic of TPOT when it differs from `stat`."""
 
+    def __post_init__(self):
+        for name, value in (("--slo-ttft", self.ttft_s), ("--slo-tpot", self.tpot_s)):
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ConfigError(f"{name} must be a positive number of seconds (leave it out for no target), "
+                                  f"got {value!r}")
+
     def met(self, m: ServeMetrics) -> bool:
         tpot_stat = self.tpot_stat or self.stat
         for limit, value in ((self.ttft_s, m.ttft_s.get(self.stat)), (self.tpot_s, m.tpot_s.get(tpot_stat))):

@@ -35,6 +35,7 @@ attention time and the decode pass's over its decode attention.
 from __future__ import annotations
 
 import bisect
+import math
 
 from planner.errors import ConfigError
 from planner.predict.context import Target
@@ -95,19 +96,37 @@ class StepModel:
         return Workload("decode", batch, context_len=tokens, dtype=self.dtype, engine=self.engine)
 
     def _pass(self, mode: str, batch: int, tokens: int) -> tuple[float, float, float]:
-        """(wall s, attention s, copy energy J) of one pass."""
+        """(wall s, attention s, copy energy J) of one pass. A prefill step of more tokens than a learned position
+        table holds (gpt2's 1,024) is several requests' prompts: it runs as that many sequences of at most the
+        table's length each, not as one sequence the model could not take."""
+        limit = self._learned_positions()
+        if mode == "prefill" and limit and tokens > limit:
+            parts = math.ceil(tokens / limit)
+            batch, tokens = batch * parts, math.ceil(tokens / parts)
         dg = device_graph(self.model, self._workload(mode, batch, tokens), self.par)
         stages = stage_times(dg, self.target.device, self.target.efficiency, self.target.power)
         wall, busy, energy = pass_time(self.target, dg, batch * tokens if mode == "prefill" else batch, stages)
         attention = sum(t for st in stages for (_, cat), t in st.breakdown_s.items() if cat == "attention")
         return wall, attention, batch_energy(self.target, self.par, wall, busy, energy)
 
+    def _learned_positions(self) -> int | None:
+        """The length of the model's learned position table, or None where positions are rotary (no hard limit)."""
+        cfg = self.model.config
+        if getattr(cfg, "position", None) == "learned":
+            return getattr(cfg, "max_position_embeddings", None)
+        return None
+
     def kv_capacity_tokens(self, budget_tokens: int, memory_fraction: float) -> int:
         """KV tokens that fit on the model copy beside the weights and the activations of a step of
         `budget_tokens` tokens, with `memory_fraction` of each device's memory usable."""
         from dataclasses import replace
 
-        dg = device_graph(self.model, self._workload("prefill", 1, max(1, budget_tokens)), self.par)
+        budget, batch = max(1, budget_tokens), 1
+        limit = self._learned_positions()
+        if limit and budget > limit:  # as in _pass: the step's prompts as sequences the position table holds
+            batch = math.ceil(budget / limit)
+            budget = math.ceil(budget / batch)
+        dg = device_graph(self.model, self._workload("prefill", batch, budget), self.par)
         defaults = replace(self.target.defaults, memory_usable_fraction=memory_fraction)
         tokens = kv_capacity_tokens(dg, self.target.device, defaults)
         return 0 if tokens is None else tokens

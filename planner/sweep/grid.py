@@ -31,7 +31,7 @@ import itertools
 import json
 import math
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from planner.errors import ConfigError
@@ -39,6 +39,8 @@ from planner.files import read_text
 from planner.plan.safe_yaml import load_yaml
 
 MAX_POINTS = 10**8
+CHECK_REPORT = 2**20
+"""Grid points looked at between two progress calls of Grid.points (a few seconds of constraints)."""
 """Largest grid accepted (points before constraints): about three hours of one core at the 10,000
 points/s benchmarks/sweep_speed.py measures over cached graphs."""
 MAX_AXIS_VALUES = 100_000
@@ -98,15 +100,18 @@ class Grid:
         """Points before the constraints."""
         return math.prod(len(values) for _, values in self.axes)
 
-    def points(self) -> Iterator[tuple[int, dict]]:
-        """(id, point) of every point that satisfies the constraints, lazily, in grid order."""
+    def points(self, checked: Callable[[int], None] | None = None) -> Iterator[tuple[int, dict]]:
+        """(id, point) of every point that satisfies the constraints, lazily, in grid order; `checked(n)` is
+        called after every CHECK_REPORT points of the grid looked at (kept or not), for a progress line."""
         keys = [k for k, _ in self.axes]
         ident = 0
-        for values in itertools.product(*(v for _, v in self.axes)):
+        for seen, values in enumerate(itertools.product(*(v for _, v in self.axes)), 1):
             point = dict(zip(keys, values))
             if all(c.holds(point) for c in self.where):
                 yield ident, point
                 ident += 1
+            if checked is not None and seen % CHECK_REPORT == 0:
+                checked(seen)
 
     def chunks(self) -> Iterator[tuple[int, list[tuple[int, dict]]]]:
         """(chunk number, its points) in order; chunk k holds the points with ids k*chunk .. (k+1)*chunk - 1."""
@@ -194,22 +199,40 @@ def _values(key: str, spec, where: str) -> tuple:
     if len(values) > MAX_AXIS_VALUES:
         raise ConfigError(f"{where}: axis '{key}' has {len(values):,} values; the limit is {MAX_AXIS_VALUES:,}")
     for v in values:
-        if not isinstance(v, (str, int, float, bool)) or (isinstance(v, float) and not math.isfinite(v)):
-            raise ConfigError(f"{where}: axis '{key}': value {v!r} is not a text or a finite number")
+        if not isinstance(v, (str, int, float, bool)) or (not isinstance(v, (str, bool)) and not _finite(v)):
+            raise ConfigError(f"{where}: axis '{key}': value {_short_value(v)} is not a text or a finite number "
+                              f"(numbers up to {MAX_NUMBER:.0e})")
     if len(set(map(repr, values))) != len(values):
         raise ConfigError(f"{where}: axis '{key}' lists a value twice")
     return tuple(values)
+
+
+MAX_NUMBER = 1e300
+"""Largest magnitude of a number in a grid: a 401-digit integer would overflow float arithmetic."""
+
+
+def _finite(v) -> bool:
+    """True for a float or int of magnitude at most MAX_NUMBER (an int of 400 digits cannot become a float)."""
+    if isinstance(v, int):
+        return abs(v) <= MAX_NUMBER
+    return math.isfinite(v) and abs(v) <= MAX_NUMBER
+
+
+def _short_value(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text):,} characters)"
 
 
 def _range(key: str, spec: dict, where: str) -> tuple:
     extra = sorted(set(map(str, spec)) - {"from", "to", "step", "times"})
     start, stop = spec.get("from"), spec.get("to")
     step, times = spec.get("step"), spec.get("times")
-    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v)
                   for v in (start, stop) + tuple(v for v in (step, times) if v is not None))
     if extra or not numbers or (step is None) == (times is None):
         raise ConfigError(f"{where}: axis '{key}': a range is {{from: A, to: B, step: S}} (A, A+S, ..., up to B) or "
-                          f"{{from: A, to: B, times: F}} (A, A*F, ..., up to B), got {spec!r}")
+                          f"{{from: A, to: B, times: F}} (A, A*F, ..., up to B), finite numbers up to "
+                          f"{MAX_NUMBER:.0e}, got {_short_value(spec)}")
     values = []
     v = start
     if step is not None:

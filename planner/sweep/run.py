@@ -32,7 +32,7 @@ from math import isfinite
 from pathlib import Path
 
 from planner.errors import ConfigError, PlannerError
-from planner.files import new_file_mode
+from planner.files import exclusive_lock, new_file_mode, write_error
 from planner.sweep.grid import Grid
 from planner.units import json_safe
 
@@ -40,6 +40,8 @@ BACKENDS = ("local", "processes", "dask", "ray")
 FORMATS = {".parquet": "Parquet", ".csv": "CSV"}
 """The formats a sweep writes, by the suffix of --out (case-insensitive)."""
 _MANIFEST = "manifest.json"
+_GRID_KEY = b"planner.grid_sha256"
+"""Parquet schema metadata key of a chunk file: the sha256 of the grid it belongs to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +162,8 @@ def _one_thread() -> None:
 
 
 def run_sweep(grid: Grid, out: str | Path, backend: str = "local", workers: int = 1, address: str | None = None,
-              progress: Callable[[int], None] | None = None, total: Callable[[int, int], None] | None = None
-              ) -> SweepResult:
+              progress: Callable[[int], None] | None = None, total: Callable[[int, int], None] | None = None,
+              checking: Callable[[int, int], None] | None = None) -> SweepResult:
     """Predict every point of `grid` into the file `out` (Parquet or CSV by its suffix: FORMATS) on `backend`
     ("local", "processes", "dask" or "ray"; `address` a cluster's, None to start a local one of `workers`
     workers). `total(points, done)` is called once the grid is counted, `progress(n)` as each chunk of n points
@@ -173,17 +175,28 @@ def run_sweep(grid: Grid, out: str | Path, backend: str = "local", workers: int 
         raise ConfigError(f"unknown backend '{backend}'; valid: {', '.join(BACKENDS)}")
     out = _out_path(out)
     check_names(grid)
-    points = sum(1 for _ in grid.points())  # evaluates every constraint: a bad one stops here, before any file
+    # evaluates every constraint: a bad one stops here, before any file; `checking(seen, size)` reports progress
+    # through a large grid (10^8 points take minutes)
+    points = sum(1 for _ in grid.points(None if checking is None else (lambda seen: checking(seen, grid.size))))
     _check_keep(grid)
+    # one writer per --out: a second sweep of the same output stops here, naming the first
+    with exclusive_lock(out.with_name(f".{out.name}.lock"), f"--out '{out}'"):
+        return _run_locked(grid, out, points, backend, workers, address, progress, total, start)
+
+
+def _run_locked(grid: Grid, out: Path, points: int, backend: str, workers: int, address: str | None,
+                progress, total, start: float) -> SweepResult:
+    """run_sweep's work once --out is locked."""
     _remove_stale_joins(out)
     parts = _parts_dir(out, grid)
     done = {int(p.stem.split("-")[1]) for p in parts.glob("chunk-*.parquet")}
     resumed = min(points, sum(_chunk_len(k, points, grid.chunk) for k in done))
     if total is not None:
         total(points, resumed)
-    todo = ((k, chunk) for k, chunk in grid.chunks() if k not in done)
+    # no point kept: nothing to predict, and the grid is not walked a second time
+    todo = ((k, chunk) for k, chunk in grid.chunks() if k not in done) if points else iter(())
     for number, rows in _map(backend, todo, (grid.keep, grid.texts), workers, address):
-        _write_part(parts, number, rows)
+        _write_part(parts, number, rows, grid.digest)
         if progress is not None:
             progress(_chunk_len(number, points, grid.chunk))
     written, errors = _join(parts, out, [f"in.{k}" for k, _ in grid.axes])
@@ -283,28 +296,49 @@ def _chunk_len(number: int, points: int, chunk: int) -> int:
 
 
 def _parts_dir(out: Path, grid: Grid) -> Path:
-    """The parts folder of `out`, created with its manifest, or an interrupted run's of the same grid."""
+    """The parts folder of `out`, created with its manifest, or an interrupted run's of the same grid. The
+    chunks on disk must each name this grid (their Parquet metadata): chunks of another grid, or that name
+    none, are never merged, whatever the manifest says or if it is gone (a kill during the final clean-up
+    removes it first or last); ConfigError then, nothing removed."""
     parts = out.with_name(out.name + ".parts")
     manifest = parts / _MANIFEST
+    chunks = sorted(parts.glob("chunk-*.parquet")) if parts.is_dir() else []
+    if chunks:
+        foreign = [c.name for c in chunks if _chunk_grid(c) != grid.digest]
+        if foreign:
+            raise ConfigError(f"'{parts}' holds an interrupted sweep of another grid ({len(foreign):,} chunk(s) "
+                              f"that do not name this grid, {foreign[0]} first): remove that folder to start this "
+                              "grid there, or give another --out")
     if parts.is_dir() and manifest.is_file():
         try:
             seen = json.loads(manifest.read_text())
         except (OSError, ValueError):
             seen = {}
-        if seen.get("grid_sha256") != grid.digest:
-            if any(parts.glob("chunk-*.parquet")):
-                raise ConfigError(f"'{parts}' holds an interrupted sweep of another grid; remove that folder "
-                                  "to start this grid there, or give another --out")
-            manifest.unlink()  # a run of another grid that stopped before its first chunk: nothing to resume
-        else:
+        if seen.get("grid_sha256") == grid.digest:
             return parts
+        if seen.get("grid_sha256") and chunks:
+            raise ConfigError(f"'{parts}' holds an interrupted sweep of another grid; remove that folder "
+                              "to start this grid there, or give another --out")
     parts.mkdir(exist_ok=True)
     from planner.files import write_text_atomic
     write_text_atomic(manifest, json.dumps({"grid_sha256": grid.digest, "chunk": grid.chunk}))
     return parts
 
 
-def _write_part(parts: Path, number: int, rows: list[dict]) -> None:
+def _chunk_grid(path: Path) -> str | None:
+    """The grid sha256 a chunk file names in its Parquet metadata; None when unreadable or absent."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    value = meta.get(_GRID_KEY)
+    return value.decode("ascii", "replace") if value else None
+
+
+def _write_part(parts: Path, number: int, rows: list[dict], grid_digest: str) -> None:
     """Write one chunk's rows atomically (a temporary file in the same folder, renamed). Each column's
     type is read from its values alone, so a whole-number column stays int64 where an error row leaves
     it empty (pandas would make it float64)."""
@@ -314,14 +348,22 @@ def _write_part(parts: Path, number: int, rows: list[dict]) -> None:
     names = list(dict.fromkeys(key for row in rows for key in row)) or ["id"]
     table = pa.table({name: [row.get(name) for row in rows] for name in names}) if rows else \
         pa.table({"id": pa.array([], pa.int64())})
-    fd, tmp = tempfile.mkstemp(prefix=".chunk-", suffix=".tmp", dir=parts)
+    # each chunk names its grid: a resume proves from the chunks themselves that they are this grid's
+    table = table.replace_schema_metadata({_GRID_KEY: grid_digest.encode()})
+    target = parts / f"chunk-{number:08d}.parquet"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".chunk-", suffix=".tmp", dir=parts)
+    except OSError as exc:
+        raise write_error(target, exc) from None
     os.close(fd)
     try:
         pq.write_table(table, tmp)
-        os.replace(tmp, parts / f"chunk-{number:08d}.parquet")
-    except BaseException:
+        os.replace(tmp, target)
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # a full disk: pyarrow's IO errors are OSErrors
+            raise write_error(target, exc) from None
         raise
 
 
@@ -340,7 +382,10 @@ def _join(parts: Path, out: Path, inputs: list[str]) -> tuple[int, int]:
     names = ["id"] + sorted(n for n in schema.names if n != "id" and not n.startswith("in.")) + sorted(
         n for n in schema.names if n.startswith("in."))
     schema = pa.schema([schema.field(n) for n in names])
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    except OSError as exc:
+        raise write_error(out, exc) from None
     os.close(fd)
     rows = errors = 0
     try:
@@ -355,9 +400,11 @@ def _join(parts: Path, out: Path, inputs: list[str]) -> tuple[int, int]:
                 if "error" in table.column_names:
                     errors += table.num_rows - table.column("error").null_count
         os.replace(tmp, out)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise write_error(out, exc) from None
         raise
     return rows, errors
 
@@ -432,7 +479,7 @@ def _dask(chunks, args: tuple, workers: int, address: str | None):
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
             client = Client(cluster)
         else:
-            client = Client(address, timeout="30s")
+            client = _dask_client(Client, address)
     except OSError as exc:
         raise ConfigError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     try:
@@ -448,6 +495,61 @@ def _dask(chunks, args: tuple, workers: int, address: str | None):
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+DASK_CONNECT_S = 10
+"""Seconds to reach a Dask scheduler and finish its handshake before the sweep stops with a message."""
+
+
+def _dask_client(Client, address: str):
+    """A Dask client of the scheduler at `address`, or ConfigError within about DASK_CONNECT_S seconds: no
+    answer, or an answer that is not a Dask scheduler's (a web server, a closed port), which Dask would otherwise
+    wait on without end or read as a frame length of exabytes (MemoryError)."""
+    import dask
+
+    _probe_dask(address)
+    reason = None
+    # the TCP timeout (kernel keep-alive probes) must be at least 11 s in distributed (comm/tcp.py)
+    with dask.config.set({"distributed.comm.timeouts.connect": f"{DASK_CONNECT_S}s",
+                          "distributed.comm.timeouts.tcp": f"{max(12, DASK_CONNECT_S)}s"}):
+        try:
+            return Client(address, timeout=f"{DASK_CONNECT_S}s")
+        except (OSError, TimeoutError) as exc:
+            reason = f"no Dask scheduler answered within {DASK_CONNECT_S} s ({type(exc).__name__})"
+        except (MemoryError, ValueError, TypeError, EOFError) as exc:
+            reason = f"what answered is not a Dask scheduler ({type(exc).__name__})"
+    raise ConfigError(f"cannot reach the Dask scheduler at {address}: {reason}; start one with `dask scheduler` "
+                      "or use --cluster dask-local")
+
+
+def _probe_dask(address: str) -> None:
+    """ConfigError unless what listens at tcp://HOST:PORT speaks first as a Dask scheduler does: on a connection
+    it writes its handshake at once, a frame of a small length (a web server or a silent port waits for the
+    client, which Dask's own client would then wait on without end)."""
+    import socket
+    import struct
+
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    host = host.strip("[]")
+    try:
+        with socket.create_connection((host, int(port)), timeout=DASK_CONNECT_S) as sock:
+            sock.settimeout(min(5, DASK_CONNECT_S))
+            first = b""
+            while len(first) < 8:
+                more = sock.recv(8 - len(first))
+                if not more:
+                    break
+                first += more
+    except TimeoutError:
+        first = b""
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot reach the Dask scheduler at {address}: {exc.__class__.__name__}"
+                          f"{': ' + exc.strerror if getattr(exc, 'strerror', None) else ''}; start one with "
+                          "`dask scheduler` or use --cluster dask-local") from None
+    if len(first) < 8 or not 0 < struct.unpack("<Q", first)[0] <= 2**20:
+        what = "sent nothing" if not first else "sent what a Dask scheduler does not"
+        raise ConfigError(f"what answers at {address} is not a Dask scheduler (it {what} on connecting); give the "
+                          "scheduler's address (`dask scheduler` prints it) or use --cluster dask-local")
 
 
 def _ray(chunks, args: tuple, workers: int, address: str | None):

@@ -231,10 +231,21 @@ def _short(text: str) -> str:
     return text if len(text) <= 120 else text[:100] + "..."
 
 
+MAX_TIME_US = 1e15
+"""Largest 'ts' or 'dur' read, microseconds (about 32 years): a profiler's clock is far below it, and a larger
+number (a 401-digit integer, 1e308) would overflow float or nanosecond arithmetic."""
+
+
 def _num(event: dict, key: str, i: int, what: str) -> float:
     value = event.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TraceError(f"{what}: event #{i} ({_short(str(event.get('name', '?')))[:60]}) has no numeric '{key}'")
+    name = _short(str(event.get("name", "?")))[:60]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not math.isfinite(value)):
+        raise TraceError(f"{what}: event #{i} ({name}) has no numeric '{key}'")
+    if not -MAX_TIME_US <= value <= MAX_TIME_US:
+        shown = f"{value:.3g}" if isinstance(value, float) else f"a {len(str(abs(value)))}-digit number"
+        raise TraceError(f"{what}: event #{i} ({name}) has '{key}' = {shown} us, beyond the {MAX_TIME_US:.0e} us "
+                         "(about 32 years) a profiler's clock reaches")
     return float(value)
 
 
@@ -326,6 +337,9 @@ def _build(events: list, what: str, name: str, device_name: str, props: dict) ->
         span_ns = round(span[1] * 1000)
     else:
         span_ns = max([o.end_ns for o in ops] + [d.end_ns for d in devices])
+    if span_ns <= 0:
+        raise TraceError(f"{what} spans no time: every event has duration 0 (a trace to analyse records ops that "
+                         "ran for at least 1 ns)")
     return Trace(ops, devices, runtime, span_ns, device_name, props, name)
 
 

@@ -207,6 +207,9 @@ class Recipes:
 
 def recipes_path() -> Path:
     """recipes.json: under $PLANNER_HARDWARE_SPECS/quant when that is set, else the repository's."""
+    from planner.files import check_specs_env
+
+    check_specs_env()
     root = os.environ.get("PLANNER_HARDWARE_SPECS")
     return (Path(root) if root else ROOT) / "quant" / "recipes.json"
 

@@ -62,15 +62,51 @@ class Model:
         return self.factory()
 
 
-def _from_config(raw: Any, name: str, origin: str, source: str) -> Model:
+def _from_config(raw: Any, name: str, origin: str, source: str, echo: bool = True) -> Model:
+    """The Model of a parsed config.json; ConfigError for a bad one, which echoes no value read from the file
+    unless `echo` (the file was named on the command line, not by a data file)."""
     try:
         family, config = planner_models.parse(raw, origin)
     except planner_models.ConfigFieldError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(str(exc) if echo or not getattr(exc, "quiet", "") else exc.quiet) from None
     return Model(name=name, family=family, config=config, source=source)
 
 
+def is_file_function(name: str) -> bool:
+    """True for `path/to/model.py:function`: a user's file named by its path (not a module found on sys.path)."""
+    path, sep, attr = name.strip().rpartition(":")
+    return bool(sep) and path.endswith(".py") and attr.isidentifier()
+
+
+def _file_function(spec: str) -> Model:
+    """The function `name` of the Python file `path` in `path.py:name`, imported from that file alone."""
+    import importlib.util
+
+    path_text, _, attr = spec.strip().rpartition(":")
+    path = Path(path_text)
+    try:
+        is_file = path.is_file()
+    except (OSError, ValueError):
+        is_file = False
+    if not is_file:
+        raise ConfigError(f"'{spec}': file '{path_text}' does not exist (give path/to/model.py:function)")
+    name = f"planner_user_model_{abs(hash(str(path.resolve()))):x}"
+    try:
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+        fn = getattr(module, attr)
+    except (Exception, SystemExit) as exc:
+        raise ConfigError(f"cannot import '{spec}': {type(exc).__name__}: {first_line(exc)}. Expected "
+                          "path/to/model.py:function returning (nn.Module, example inputs)") from None
+    if not callable(fn):
+        raise ConfigError(f"'{spec}' is a {type(fn).__name__}, not a function returning (nn.Module, example inputs)")
+    return Model(name=spec, family="custom", config=None, source=spec, factory=UserFunction(spec, fn))
+
+
 def _custom(spec: str) -> Model:
+    if is_file_function(spec):
+        return _file_function(spec)
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr or not all(part.isidentifier() for part in module_name.split(".") + [attr]):
         raise ConfigError(f"'{spec}' is not package.module:function (dotted Python identifiers, then a colon and "
@@ -98,9 +134,9 @@ def _zoo_model(key: str) -> Model:
     return _from_config(raw, key, f"models/configs/{key}.json", raw.get("planner_source", ""))
 
 
-def resolve(name: str, allow_code: bool = False) -> Model:
+def resolve(name: str, allow_code: bool = False, echo: bool | None = None) -> Model:
     """Return the Model for a zoo id (case-insensitive) or a config.json path; with `allow_code=True`
-    also for `package.module:function`, which imports and runs that code.
+    also for `package.module:function` or `path/to/model.py:function`, which imports and runs that code.
 
     Only a command-line argument or a Python caller may set allow_code: names read from data files
     (scenarios, --configs rows, uploads) never do, so a file cannot make planner run code.
@@ -123,7 +159,9 @@ def resolve(name: str, allow_code: bool = False) -> Model:
         if not is_file:
             raise ConfigError(f"config file '{name}' does not exist")
         raw = parse_json(read_text(path, "config.json", MAX_CONFIG_BYTES), name)
-        return _from_config(raw, str(path), str(path), str(path))
+        # a file named by a data file is not echoed back in errors: it may be any JSON file (`echo`: the caller
+        # says the user named it; default: a caller that may run code is the user)
+        return _from_config(raw, str(path), str(path), str(path), echo=allow_code if echo is None else echo)
     if ":" in name and not exists:
         if not allow_code:
             raise ConfigError(f"'{name}' names Python code (package.module:function); files and uploads may name only "

@@ -195,16 +195,18 @@ def test_a_published_profile_serves_only_the_gemm_dtypes_it_measured():
     fp8 = predict(Request("llama-3.1-8b", "mi300x", mode="inference", batch=1, input_len=128, output_len=8,
                           dtype="quant=fp8"))
     assert (bf16.tier, fp8.tier) == ("datasheet", "published")
-    # each tier's measured end-to-end error on AMD CDNA3 (wider than the kernels' datasheet 0.4):
-    # exp(p90 |ln|) - 1 of its own rows (hardware_specs/efficiency/measured_bands.json)
+    # each tier's measured end-to-end error (wider than the kernels' datasheet 0.4): exp(p90 |ln|) - 1 of the
+    # rows of that tier on AMD CDNA3, or on every family where CDNA3 has fewer than the minimum
+    # (hardware_specs/efficiency/measured_bands.json)
     import math
 
     from planner.predict.context import default_context
     ctx = default_context()
     mi300x = ctx.device("mi300x")
+    assert ctx.bands.group("published", mi300x).family == "amd cdna3"
     for p in (bf16, fp8):
         group = ctx.bands.group(p.tier, mi300x)
-        assert group.family == "amd cdna3"
+        assert group.family in ("amd cdna3", "*") and group.rows >= ctx.bands.min_rows
         assert p.band_fraction == max(math.expm1(group.p90_abs_ln), 0.4)
 
 
