@@ -256,3 +256,14 @@ def test_plan_csv_neutralises_spreadsheet_formulas():
                                          "usd": [-1.5, 2.0, 3.0, 4.0, 5.0, 6.0]}))
     assert text.splitlines() == ["name,usd", "\"'=HYPERLINK(\"\"x\"\")\",-1.5", "'+1,2.0", "'-cmd,3.0",
                                  "'@SUM(A1),4.0", "ok,5.0", ",6.0"]
+
+
+def test_a_plan_whose_weights_are_all_zero_is_solved_not_an_internal_error(capsys, tmp_path):
+    # every plan then has the same objective (a constant): the tie-break must not hold it by a constraint
+    scenario = _trace(tmp_path, "s.yaml", "name: tiny\nhorizon_months: 12\nobjective: cost\n"
+                      "workloads: [{name: chat, model: gpt2, dtype: bf16, demand_rps: 5, buckets: [{input_len: 128, "
+                      "output_len: 32, share: 1.0}], slo: {ttft_s: 1.0, tpot_s: 0.1}}]\n"
+                      "candidates: {cloud: {providers: [runpod], pricing: [on_demand]}}\n"
+                      "constraints: {monthly_budget_usd: 100000}\nweights: {cost: 0, energy: 0}\n")
+    rc, out, err = _run(capsys, "plan", scenario)
+    assert rc in (0, 2) and "internal error" not in err

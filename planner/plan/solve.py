@@ -177,7 +177,9 @@ def _solve_lex(p: Problem, second: str, **kw):
         return None
     first = [(v, v.value) for v in m.component_data_objects(pyo.Var)]
     before = pyo.value(m._terms[second])
-    m.objective_held = pyo.Constraint(expr=m.objective.expr <= pyo.value(m.objective))
+    held = m.objective.expr <= pyo.value(m.objective)
+    # an objective of zero weights is a constant: every plan holds it (Pyomo gives a bool, not a constraint)
+    m.objective_held = pyo.Constraint(expr=pyo.Constraint.Feasible if isinstance(held, bool) else held)
     m.objective.deactivate()
     m.tie_break = pyo.Objective(expr=m._terms[second], sense=pyo.minimize)
     try:
