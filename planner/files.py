@@ -42,20 +42,22 @@ def specs_root() -> Path:
     return Path(override) if override else shipped_specs()
 
 
-def check_specs_env() -> None:
+def check_specs_env(needed: str = "devices.csv") -> None:
     """ConfigError when $PLANNER_HARDWARE_SPECS is set to something that is not a hardware_specs folder (no
-    devices.csv in it): the message names the variable and the folder, before any file under it is read."""
+    `needed` file in it: devices.csv for the catalog, quant/recipes.json for the recipes alone): the message
+    names the variable and the folder, before any file under it is read."""
     override = os.environ.get(SPECS_ENV)
     if not override:
         return
     folder = Path(override)
     shown = override if len(override) <= 120 else f"{override[:100]}... ({len(override):,} characters)"
     try:
-        ok = folder.is_dir() and (folder / "devices.csv").is_file()
+        is_dir = folder.is_dir()
+        ok = is_dir and (folder / needed).is_file()
     except (OSError, ValueError):
-        ok = False
+        is_dir = ok = False
     if not ok:
-        what = "is not a folder" if not folder.is_dir() else "has no devices.csv"
+        what = "is not a folder" if not is_dir else f"has no {needed}"
         raise ConfigError(f"{SPECS_ENV}='{shown}' {what}: it must name a copy of planner's hardware_specs folder "
                           f"(devices.csv, engines/, efficiency/, ...); unset it to use the shipped one")
 

@@ -68,6 +68,8 @@ def test_bad_custom_model_and_bad_sizes_are_clear_errors(capsys):
     assert main(["count", "custom_model:not_a_model", "--allow-code"]) == 2
     assert "must return (nn.Module, example inputs)" in capsys.readouterr().err
     assert main(["count", "no_such_module:fn"]) == 2
+    assert "add --allow-code" in capsys.readouterr().err
+    assert main(["count", "no_such_module:fn", "--allow-code"]) == 2
     assert "cannot import" in capsys.readouterr().err
     assert main(["count", "resnet50", "--mode", "decode"]) == 2
     assert "needs a generative decoder" in capsys.readouterr().err

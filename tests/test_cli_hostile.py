@@ -165,6 +165,7 @@ def test_a_grid_number_beyond_float_is_refused(capsys, tmp_path):
     (["sweep", "examples/sweeps/serving.yaml", "--cluster", "tcp://[::1"], "not a valid tcp://HOST:PORT address"),
     (["sweep", "examples/sweeps/serving.yaml", "--cluster", "dask://host"], "needs a host and a port"),
     (["sweep", "examples/sweeps/serving.yaml", "--cluster", "dask://h:0"], "port 0 is not in 1..65535"),
+    (["sweep", "examples/sweeps/serving.yaml", "--out", "a" * 300 + ".parquet"], "the limit is 240 bytes"),
     (["count", "gpt2", "--top", "-1"], "--top must be a whole number from 0"),
     (["op", "allreduce", "--device", "h100", "--bytes", "1.5", "--gpus", "8"], "whole number of bytes"),
     (["serve", "gpt2", "--device", "l4", "--rate", "2", "--input-len", "128", "--output-len", "32", "--slo-ttft", "0"],
@@ -215,7 +216,7 @@ def test_a_wrong_specs_folder_names_the_variable_and_the_folder(capsys, monkeypa
         monkeypatch.delenv("PLANNER_HARDWARE_SPECS")
         default_context.cache_clear()
         getattr(load_recipes, "cache_clear", lambda: None)()
-    assert rc == 2 and f"PLANNER_HARDWARE_SPECS='{tmp_path}' has no devices.csv" in err and err.count("\n") == 1
+    assert rc == 2 and f"PLANNER_HARDWARE_SPECS='{tmp_path}' has no " in err and err.count("\n") == 1
 
 
 def test_a_model_file_named_by_data_is_not_echoed(capsys, tmp_path):
@@ -267,3 +268,10 @@ def test_a_plan_whose_weights_are_all_zero_is_solved_not_an_internal_error(capsy
                       "constraints: {monthly_budget_usd: 100000}\nweights: {cost: 0, energy: 0}\n")
     rc, out, err = _run(capsys, "plan", scenario)
     assert rc in (0, 2) and "internal error" not in err
+
+
+def test_calibration_logs_say_n_a_where_there_was_no_point_to_check():
+    from planner.calibration import calibrate, published
+
+    for module in (calibrate, published):
+        assert module._pct(float("nan")) == "n/a (no points)" and module._pct(0.1234) == "12.3%"

@@ -105,12 +105,6 @@ class Slo:
     tpot_stat: str | None = None
     """The statistic of TPOT when it differs from `stat`."""
 
-    def __post_init__(self):
-        for name, value in (("--slo-ttft", self.ttft_s), ("--slo-tpot", self.tpot_s)):
-            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ConfigError(f"{name} must be a positive number of seconds (leave it out for no target), "
-                                  f"got {value!r}")
-
     def met(self, m: ServeMetrics) -> bool:
         tpot_stat = self.tpot_stat or self.stat
         for limit, value in ((self.ttft_s, m.ttft_s.get(self.stat)), (self.tpot_s, m.tpot_s.get(tpot_stat))):
@@ -322,9 +316,13 @@ def serve(req: Request, load: Load, scheduling: Scheduling = Scheduling(), slo: 
                           "use planner predict")
     if slo.stat not in STATS or (slo.tpot_stat or slo.stat) not in STATS:
         raise ConfigError(f"--slo-stat must be one of {', '.join(STATS)}, got {slo.stat!r}")
-    for value, flag in ((slo.ttft_s, "--slo-ttft"), (slo.tpot_s, "--slo-tpot"), (load.think_s, "--think-s")):
-        if value is not None and not 0 <= finite(value, flag) <= 1e6:
-            raise ConfigError(f"{flag} must be seconds in [0, 1e6], got {value!r}")
+    for value, flag in ((slo.ttft_s, "--slo-ttft"), (slo.tpot_s, "--slo-tpot")):
+        # an objective of 0 s no request can meet: a positive number, or none (left out: no target)
+        if value is not None and not 0 < finite(value, flag) <= 1e6:
+            raise ConfigError(f"{flag} must be a positive number of seconds up to 1e6 (leave it out for no "
+                              f"target), got {value!r}")
+    if load.think_s is not None and not 0 <= finite(load.think_s, "--think-s") <= 1e6:
+        raise ConfigError(f"--think-s must be seconds in [0, 1e6], got {load.think_s!r}")
     client, from_client = None, False
     if load.client is not None:
         client = get_client(load.client)

@@ -229,21 +229,32 @@ def _out_path(out: str | Path) -> Path:
         raise ConfigError("--out is empty; give a file path such as sweep.parquet")
     folder = str(out).endswith(("/", os.sep))  # Path() drops the trailing separator
     out = Path(out)
+    shown = str(out) if len(str(out)) <= 120 else f"{str(out)[:100]}... ({len(str(out)):,} characters)"
+    # the parts folder and the lock file add up to 7 characters to the name: keep it within the 255-byte limit
+    if len(out.name.encode("utf-8", "surrogatepass")) > 240:
+        raise ConfigError(f"--out '{shown}': a file name of {len(out.name):,} characters; the limit is 240 bytes")
+    try:
+        return _checked_out(out, folder, shown)
+    except OSError as exc:  # a path the file system refuses (a component too long, a loop of links)
+        raise ConfigError(f"--out '{shown}': {exc.strerror or type(exc).__name__}") from None
+
+
+def _checked_out(out: Path, folder: bool, shown: str) -> Path:
     if folder or out.is_dir():
-        raise ConfigError(f"--out '{out}' is a folder; give a file path such as sweep.parquet")
+        raise ConfigError(f"--out '{shown}' is a folder; give a file path such as sweep.parquet")
     if not out.parent.is_dir():
-        raise ConfigError(f"--out '{out}': folder '{out.parent}' does not exist")
+        raise ConfigError(f"--out '{shown}': folder '{out.parent}' does not exist")
     if out.exists() or out.is_symlink():
         if not out.is_file() or not _is_sweep(out):
-            raise ConfigError(f"--out '{out}' exists and is not a sweep's {FORMATS.get(_suffix(out), 'Parquet')} "
+            raise ConfigError(f"--out '{shown}' exists and is not a sweep's {FORMATS.get(_suffix(out), 'Parquet')} "
                               "file; a sweep replaces only its own output: remove the file or give another --out")
     if _suffix(out) not in FORMATS:
         what = (f"suffix '{_suffix(out)}' is not a format a sweep writes" if _suffix(out)
                 else "no suffix to tell the format")
-        raise ConfigError(f"--out '{out}': {what}; valid: "
+        raise ConfigError(f"--out '{shown}': {what}; valid: "
                           + ", ".join(f"{suffix} ({name})" for suffix, name in FORMATS.items()))
     if not os.access(out.parent, os.W_OK):
-        raise ConfigError(f"--out '{out}': folder '{out.parent}' is not writable")
+        raise ConfigError(f"--out '{shown}': folder '{out.parent}' is not writable")
     return out
 
 

@@ -209,7 +209,7 @@ def recipes_path() -> Path:
     """recipes.json: under $PLANNER_HARDWARE_SPECS/quant when that is set, else the repository's."""
     from planner.files import check_specs_env
 
-    check_specs_env()
+    check_specs_env("quant/recipes.json")
     root = os.environ.get("PLANNER_HARDWARE_SPECS")
     return (Path(root) if root else ROOT) / "quant" / "recipes.json"
 
