@@ -77,3 +77,15 @@ def test_a_model_without_a_batch_dimension_refuses_batch_in_one_line(capsys):
     assert _workload_line(capsys.readouterr().out) == (
         "workload       forward, the example's inputs as given, counted as batch 1 (no batch dimension: dim 0 of its "
         "example input tensors differs (2, 16)), bf16")
+
+
+def test_a_model_file_runs_without_allow_code_and_a_module_name_needs_it(capsys):
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "custom_model.py"
+    assert main(["count", f"{path}:linear_64_to_32", "--dtype", "fp32", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["flop"] == 2 * 8 * 64 * 32  # batch 8 x [64] -> [32]
+    assert main(["count", "custom_model:linear_64_to_32", "--dtype", "fp32"]) == 2
+    assert "add --allow-code" in capsys.readouterr().err
+    assert main(["count", f"{path.parent / 'no_such.py'}:f"]) == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -78,7 +78,7 @@ def is_file_function(name: str) -> bool:
     return bool(sep) and path.endswith(".py") and attr.isidentifier()
 
 
-def _file_function(spec: str) -> Model:
+def _load_file_function(spec: str):
     """The function `name` of the Python file `path` in `path.py:name`, imported from that file alone."""
     import importlib.util
 
@@ -90,33 +90,31 @@ def _file_function(spec: str) -> Model:
         is_file = False
     if not is_file:
         raise ConfigError(f"'{spec}': file '{path_text}' does not exist (give path/to/model.py:function)")
-    name = f"planner_user_model_{abs(hash(str(path.resolve()))):x}"
-    try:
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        fn = getattr(module, attr)
-    except (Exception, SystemExit) as exc:
-        raise ConfigError(f"cannot import '{spec}': {type(exc).__name__}: {first_line(exc)}. Expected "
-                          "path/to/model.py:function returning (nn.Module, example inputs)") from None
-    if not callable(fn):
-        raise ConfigError(f"'{spec}' is a {type(fn).__name__}, not a function returning (nn.Module, example inputs)")
-    return Model(name=spec, family="custom", config=None, source=spec, factory=UserFunction(spec, fn))
+    module_spec = importlib.util.spec_from_file_location(f"planner_user_model_{abs(hash(str(path.resolve()))):x}",
+                                                         path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return getattr(module, attr)
 
 
 def _custom(spec: str) -> Model:
-    if is_file_function(spec):
-        return _file_function(spec)
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr or not all(part.isidentifier() for part in module_name.split(".") + [attr]):
-        raise ConfigError(f"'{spec}' is not package.module:function (dotted Python identifiers, then a colon and "
-                          "a function name)")
+    """A user's model function: `path/to/model.py:function` (that file) or `package.module:function` (imported
+    from sys.path); ConfigError for a name of neither form, an import that fails, or no function."""
+    from_file = is_file_function(spec)
+    form = "path/to/model.py:function" if from_file else "package.module:function"
+    if not from_file:
+        module_name, _, attr = spec.partition(":")
+        if not module_name or not attr or not all(part.isidentifier() for part in module_name.split(".") + [attr]):
+            raise ConfigError(f"'{spec}' is not package.module:function (dotted Python identifiers, then a colon "
+                              "and a function name)")
     try:
-        fn = getattr(importlib.import_module(module_name), attr)
+        fn = _load_file_function(spec) if from_file else getattr(importlib.import_module(module_name), attr)
+    except ConfigError:
+        raise
     except (Exception, SystemExit) as exc:
         # a user module may fail in any way while importing: report it as bad input, never a traceback
-        raise ConfigError(f"cannot import '{spec}': {type(exc).__name__}: {first_line(exc)}. Expected "
-                          "package.module:function returning (nn.Module, example inputs)") from None
+        raise ConfigError(f"cannot import '{spec}': {type(exc).__name__}: {first_line(exc)}. Expected {form} "
+                          "returning (nn.Module, example inputs)") from None
     if not callable(fn):
         raise ConfigError(f"'{spec}' is a {type(fn).__name__}, not a function returning (nn.Module, example inputs)")
     return Model(name=spec, family="custom", config=None, source=spec, factory=UserFunction(spec, fn))
