@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from planner.errors import ConfigError
+from planner.errors import ConfigError, shorten
 
 SPECS_PACKAGE = "planner_specs"
 """The package the top-level hardware_specs/ folder installs as (pyproject.toml: package-dir), so a wheel
@@ -50,7 +50,7 @@ def check_specs_env(needed: str = "devices.csv") -> None:
     if not override:
         return
     folder = Path(override)
-    shown = override if len(override) <= 120 else f"{override[:100]}... ({len(override):,} characters)"
+    shown = shorten(override)
     try:
         is_dir = folder.is_dir()
         ok = is_dir and (folder / needed).is_file()
@@ -108,8 +108,7 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
 def write_error(target: str | Path, exc: OSError, flag: str = "") -> ConfigError:
     """The one-line error for a file that could not be written (a full disk, a read-only or vanished folder,
     a name the file system refuses): the path, shortened, and the system's reason."""
-    text = str(target)
-    shown = text if len(text) <= 120 else f"{text[:100]}... ({len(text):,} characters)"
+    shown = shorten(str(target))
     reason = exc.strerror or str(exc) or type(exc).__name__
     return ConfigError(f"{flag + ': ' if flag else ''}cannot write '{shown}': {reason}")
 

@@ -77,6 +77,11 @@ def json_safe(value):
     return value
 
 
+def percent_or_na(value: float) -> str:
+    """A fraction as a percentage ("12.3%"); "n/a (no points)" for NaN, a statistic of nothing (calibration logs)."""
+    return "n/a (no points)" if value != value else f"{value:.1%}"
+
+
 def band_label(fraction: float) -> str:
     """The band in words, e.g. band_label(0.61) == "x1.61 either way": the factor a time or rate may be off
     by, up or down (see band)."""

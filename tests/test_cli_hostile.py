@@ -271,7 +271,6 @@ def test_a_plan_whose_weights_are_all_zero_is_solved_not_an_internal_error(capsy
 
 
 def test_calibration_logs_say_n_a_where_there_was_no_point_to_check():
-    from planner.calibration import calibrate, published
+    from planner.units import percent_or_na
 
-    for module in (calibrate, published):
-        assert module._pct(float("nan")) == "n/a (no points)" and module._pct(0.1234) == "12.3%"
+    assert percent_or_na(float("nan")) == "n/a (no points)" and percent_or_na(0.1234) == "12.3%"

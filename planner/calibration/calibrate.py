@@ -66,6 +66,7 @@ from planner.calibration.resume import (
     write_partial,
 )
 from planner.errors import ConfigError
+from planner.units import percent_or_na as pct
 from planner.files import exclusive_lock, shipped_specs, write_text_atomic
 
 DEFAULT_OUT = shipped_specs() / "calibration"
@@ -511,15 +512,15 @@ def _calibrate_locked(device, plan: list[dict], folder: Path, budget_s: float, b
     log(f"calibrate: wrote {target} ({len(measured)} measurements, {duration:.0f} s of the {budget_s:.0f} s budget"
         f"{runs}; probe CV {cv:.1%})")
     for kind, stats in sorted(report["by_kind"].items()):
-        log(f"  leave-one-out {kind:<11} n={stats['n']:>3}  median |error| {_pct(stats['median_abs_error'])}  "
-            f"p90 {_pct(stats['p90_abs_error'])}")
-    log(f"  leave-one-out all         n={report['n']:>3}  median |error| {_pct(report['median_abs_error'])}  "
-        f"p90 {_pct(report['p90_abs_error'])}  ({report['n']} of {report['eligible']} points judged, "
+        log(f"  leave-one-out {kind:<11} n={stats['n']:>3}  median |error| {pct(stats['median_abs_error'])}  "
+            f"p90 {pct(stats['p90_abs_error'])}")
+    log(f"  leave-one-out all         n={report['n']:>3}  median |error| {pct(report['median_abs_error'])}  "
+        f"p90 {pct(report['p90_abs_error'])}  ({report['n']} of {report['eligible']} points judged, "
         f"{report['seconds']:.1f} s)")
     inner = report.get("interior", {})
     if inner.get("n"):
-        log(f"  leave-one-out interior    n={inner['n']:>3}  median |error| {_pct(inner['median_abs_error'])}  "
-            f"p90 {_pct(inner['p90_abs_error'])}  (the measured tier's band)")
+        log(f"  leave-one-out interior    n={inner['n']:>3}  median |error| {pct(inner['median_abs_error'])}  "
+            f"p90 {pct(inner['p90_abs_error'])}  (the measured tier's band)")
     return target
 
 
@@ -583,7 +584,8 @@ def refit(path: str | Path, log: Callable[[str], None] | None = None) -> dict:
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
             raise ConfigError(f"{file}: a malformed profile ({type(exc).__name__}: {str(exc)[:80]})") from None
         write_text_atomic(file, text)
-        log(f"refit {file}: held-back median |error| {_pct(report['median_abs_error'])}, p90 {_pct(report['p90_abs_error'])}")
+        log(f"refit {file}: held-back median |error| {pct(report['median_abs_error'])}, "
+            f"p90 {pct(report['p90_abs_error'])}")
         return report
     try:
         profile["ceilings"] = {**(profile.get("ceilings") or {}), **ceilings(profile["measurements"])}
@@ -593,8 +595,9 @@ def refit(path: str | Path, log: Callable[[str], None] | None = None) -> dict:
     profile["leave_one_out"] = report
     write_text_atomic(file, json.dumps(json_safe(profile), indent=1) + "\n")
     inner = report.get("interior", {})
-    log(f"refit {file}: leave-one-out median |error| {_pct(report['median_abs_error'])}, p90 {_pct(report['p90_abs_error'])}; "
-        f"interior p90 {_pct(inner.get('p90_abs_error', float('nan')))}")
+    log(f"refit {file}: leave-one-out median |error| {pct(report['median_abs_error'])}, "
+        f"p90 {pct(report['p90_abs_error'])}; "
+        f"interior p90 {pct(inner.get('p90_abs_error', float('nan')))}")
     return report
 
 
@@ -612,8 +615,3 @@ def ceilings(measured: list[dict]) -> dict:
         if m["kind"] in ("launch", "view"):
             out[f"{m['kind']}_overhead_s"] = m["time_s"]
     return out
-
-
-def _pct(value: float) -> str:
-    """A fraction as a percentage for the log; "n/a" where there was nothing to measure it on (NaN)."""
-    return "n/a (no points)" if value != value else f"{value:.1%}"

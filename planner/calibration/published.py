@@ -36,6 +36,7 @@ import random
 from pathlib import Path
 
 from planner.errors import ConfigError
+from planner.units import percent_or_na as pct
 from planner.workload.counting import attention_flop
 
 SCHEMA = 1
@@ -417,8 +418,8 @@ def import_aiconfigurator(data_dir: str | Path, out_root: str | Path, devices: l
     if report["n"]:
         target = root / "transfer.json"
         write_text_atomic(target, json.dumps(json_safe(report), indent=1) + "\n")
-        log(f"import: wrote {target}: transfer median |error| {_pct(report['median_abs_error'])}, "
-            f"p90 {_pct(report['p90_abs_error'])} over {len(report['pairs'])} pairs")
+        log(f"import: wrote {target}: transfer median |error| {pct(report['median_abs_error'])}, "
+            f"p90 {pct(report['p90_abs_error'])} over {len(report['pairs'])} pairs")
         written.append(target)
     return written
 
@@ -591,12 +592,7 @@ def _write(raw: dict, root: Path, log) -> Path:
     write_text_atomic(target, published_json(raw))
     held = raw["held_out"]
     log(f"import: wrote {target} ({len(raw['measurements'])} points); held-back 20%: median |error| "
-        f"{_pct(held['median_abs_error'])}, p90 {_pct(held['p90_abs_error'])}")
+        f"{pct(held['median_abs_error'])}, p90 {pct(held['p90_abs_error'])}")
     for kind, st in held["by_kind"].items():
-        log(f"  {kind:<18} n={st['n']:>4}  median {_pct(st['median_abs_error'])}  p90 {_pct(st['p90_abs_error'])}")
+        log(f"  {kind:<18} n={st['n']:>4}  median {pct(st['median_abs_error'])}  p90 {pct(st['p90_abs_error'])}")
     return target
-
-
-def _pct(value: float) -> str:
-    """A fraction as a percentage for the log; "n/a" where there was nothing to measure it on (NaN)."""
-    return "n/a (no points)" if value != value else f"{value:.1%}"

@@ -91,6 +91,14 @@ MAX_SCALEOUT_GBPS = 1e5
 """Largest --scaleout-gbps accepted: 100 Tb/s per device, far above any NIC sold (800 Gb/s in 2026)."""
 
 
+def scaleout_bytes_per_s(gbps) -> float:
+    """--scaleout-gbps (Gb/s per device and direction) in bytes/s; ConfigError outside (0, MAX_SCALEOUT_GBPS]."""
+    gbps = finite(gbps, "--scaleout-gbps")
+    if not 0 < gbps <= MAX_SCALEOUT_GBPS:
+        raise ConfigError(f"--scaleout-gbps must be in (0, {MAX_SCALEOUT_GBPS:,.0f}] Gb/s per device, got {gbps:g}")
+    return gbps * 1e9 / 8
+
+
 def target_of(req: Request, ctx: Context, engine: str | None = None):
     """The device's Target, its efficiency from the profiles `engine` runs the kernels of (every tier
     when None), with the scale-out bandwidth of --scaleout-gbps where given."""
@@ -101,10 +109,7 @@ def target_of(req: Request, ctx: Context, engine: str | None = None):
         return target
     changes = {}
     if req.scaleout_gbps is not None:
-        gbps = finite(req.scaleout_gbps, "--scaleout-gbps")
-        if not 0 < gbps <= MAX_SCALEOUT_GBPS:
-            raise ConfigError(f"--scaleout-gbps must be in (0, {MAX_SCALEOUT_GBPS:,.0f}] Gb/s per device, got {gbps:g}")
-        changes["scaleout_bytes_per_s"] = gbps * 1e9 / 8
+        changes["scaleout_bytes_per_s"] = scaleout_bytes_per_s(req.scaleout_gbps)
     if req.power_limit_w is not None:
         changes["power_limit_w"] = _power_limit_w(req.power_limit_w, target.device, ctx)
     return ctx.target(replace(target.device, **changes), tiers, gemm)

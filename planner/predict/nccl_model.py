@@ -80,23 +80,28 @@ class Choice:
     """M / (time - latency): the bandwidth the message moves at."""
 
 
-def tuning_path() -> Path:
-    """$PLANNER_HARDWARE_SPECS/collectives/tuning/nccl_tuning.json when present, else the repository's."""
+NCCL_KEYS = ("base_latency_us", "hw_latency_us", "ll_max_bw_GBps", "per_channel_max_ring_ll128_GBps",
+             "per_channel_max_tree_ll128_GBps", "per_channel_max_tree_GBps", "per_channel_max_nvls_tree_GBps",
+             "nvls_efficiency", "tree_correction", "speed_intra_GBps", "speed_inter_GBps", "nvlink_bw_per_link_GBps",
+             "compcap_index", "nvlink_link_rate_GBps", "source")
+RCCL_KEYS = ("base_latency_us", "hw_latency_us", "ll_max_bytes", "ll_bandwidth_fraction", "net_overhead_us",
+             "ll_multinode_intra_factor", "tree_bandwidth_fraction", "source")
+"""The keys each tuning file must hold (a missing one is a one-line error naming the file, not a KeyError)."""
+
+
+def tuning_path(name: str = "nccl_tuning.json") -> Path:
+    """$PLANNER_HARDWARE_SPECS/collectives/tuning/`name` when present, else the repository's."""
     specs = os.environ.get("PLANNER_HARDWARE_SPECS")
-    if specs and (p := Path(specs) / "collectives" / "tuning" / "nccl_tuning.json").is_file():
+    if specs and (p := Path(specs) / "collectives" / "tuning" / name).is_file():
         return p
-    return shipped_specs() / "collectives" / "tuning" / "nccl_tuning.json"
+    return shipped_specs() / "collectives" / "tuning" / name
 
 
-@lru_cache(maxsize=4)
-def _load(path: str) -> dict:
-    where = "hardware_specs/collectives/tuning/nccl_tuning.json"
+@lru_cache(maxsize=8)
+def _load(path: str, need: tuple[str, ...]) -> dict:
+    where = f"hardware_specs/collectives/tuning/{Path(path).name}"
     data = parse_json(read_text(Path(path), where), where)
-    need = ("base_latency_us", "hw_latency_us", "ll_max_bw_GBps", "per_channel_max_ring_ll128_GBps",
-            "per_channel_max_tree_ll128_GBps", "per_channel_max_tree_GBps", "per_channel_max_nvls_tree_GBps",
-            "nvls_efficiency", "tree_correction", "speed_intra_GBps", "speed_inter_GBps", "nvlink_bw_per_link_GBps",
-            "compcap_index", "nvlink_link_rate_GBps", "source")
-    missing = [k for k in need if k not in data]
+    missing = [k for k in need if k not in data] if isinstance(data, dict) else list(need)
     if missing:
         raise ConfigError(f"{where}: missing {', '.join(missing)}")
     return data
@@ -104,7 +109,7 @@ def _load(path: str) -> dict:
 
 def constants() -> dict:
     """The tuning constants (hardware_specs/collectives/tuning/nccl_tuning.json)."""
-    return _load(str(tuning_path()))
+    return _load(str(tuning_path()), NCCL_KEYS)
 
 
 def source_line() -> str:
@@ -240,22 +245,7 @@ def topology(device, ranks: int, per_node: int, net_bytes_per_s: float | None = 
 
 def rccl_constants() -> dict:
     """RCCL's latency constants (hardware_specs/collectives/tuning/rccl_tuning.json)."""
-    specs = os.environ.get("PLANNER_HARDWARE_SPECS")
-    path = Path(specs) / "collectives" / "tuning" / "rccl_tuning.json" if specs else None
-    if path is None or not path.is_file():
-        path = shipped_specs() / "collectives" / "tuning" / "rccl_tuning.json"
-    return _load_rccl(str(path))
-
-
-@lru_cache(maxsize=4)
-def _load_rccl(path: str) -> dict:
-    where = "hardware_specs/collectives/tuning/rccl_tuning.json"
-    data = parse_json(read_text(Path(path), where), where)
-    missing = [k for k in ("base_latency_us", "hw_latency_us", "ll_max_bytes", "ll_bandwidth_fraction", "source")
-               if k not in data]
-    if missing:
-        raise ConfigError(f"{where}: missing {', '.join(missing)}")
-    return data
+    return _load(str(tuning_path("rccl_tuning.json")), RCCL_KEYS)
 
 
 def rccl_best(op: str, message_bytes: float, ranks: int, bus_bytes_per_s: float, nodes: int = 1,

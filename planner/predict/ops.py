@@ -97,12 +97,9 @@ def predict_op(op: str, device: str, *, m: int | None = None, n: int | None = No
     ctx = ctx or default_context()
     dev = ctx.device(device)
     if scaleout_gbps is not None:
-        from planner.predict.api import MAX_SCALEOUT_GBPS
+        from planner.predict.api import scaleout_bytes_per_s
 
-        gbps = finite(scaleout_gbps, "--scaleout-gbps")
-        if not 0 < gbps <= MAX_SCALEOUT_GBPS:
-            raise ConfigError(f"--scaleout-gbps must be in (0, {MAX_SCALEOUT_GBPS:,.0f}] Gb/s per device, got {gbps:g}")
-        dev = replace(dev, scaleout_bytes_per_s=gbps * 1e9 / 8)
+        dev = replace(dev, scaleout_bytes_per_s=scaleout_bytes_per_s(scaleout_gbps))
     eff = ctx.efficiency(dev)
     if op == "gemm":
         if None in (m, n, k):

@@ -120,15 +120,14 @@ def _estimate(kind: str, message_bytes: float, n: int, device: Device, defaults:
         return _inside(kind, message_bytes, n, device, defaults, curves, engine)
     g, nodes = per_node, math.ceil(n / per_node)
     measured = curves.find(kind, n, nodes) if curves else None
+    model = _nccl(kind, message_bytes, n, device, per_node)
     if measured is not None and message_bytes <= measured.message_bytes[-1]:
         t = measured.time_at_s(message_bytes)
-        model = _nccl(kind, message_bytes, n, device, per_node)
         if message_bytes < measured.message_bytes[0] and model is not None and model.time_s < t:
             return model  # below the measured sizes: the model, at most the smallest measured time
         return CollectiveTime(t, "published",
                               f"{device.id} {measured.label()} ({curves.source(measured.source)}), measured across "
                               "nodes", band_fraction(device.id))
-    model = _nccl(kind, message_bytes, n, device, per_node)
     if model is not None:
         return model
     up, out = links(device, defaults)

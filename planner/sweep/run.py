@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from math import isfinite
 from pathlib import Path
 
-from planner.errors import ConfigError, PlannerError
+from planner.errors import ConfigError, PlannerError, shorten
 from planner.files import exclusive_lock, new_file_mode, write_error
 from planner.sweep.grid import Grid
 from planner.units import json_safe
@@ -229,7 +229,7 @@ def _out_path(out: str | Path) -> Path:
         raise ConfigError("--out is empty; give a file path such as sweep.parquet")
     folder = str(out).endswith(("/", os.sep))  # Path() drops the trailing separator
     out = Path(out)
-    shown = str(out) if len(str(out)) <= 120 else f"{str(out)[:100]}... ({len(str(out)):,} characters)"
+    shown = shorten(str(out))
     # the parts folder and the lock file add up to 7 characters to the name: keep it within the 255-byte limit
     if len(out.name.encode("utf-8", "surrogatepass")) > 240:
         raise ConfigError(f"--out '{shown}': a file name of {len(out.name):,} characters; the limit is 240 bytes")

@@ -24,9 +24,12 @@ GRID = {"axes": {"model": ["gpt2"], "input_len": [128], "output_len": [32], "bat
 OTHER = {**GRID, "axes": {**GRID["axes"], "device": ["a100-sxm-80gb", "l40s"]}}
 
 
-def _sweep(grid_file: Path, out: Path, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "planner.cli", "sweep", str(grid_file), "--out", str(out),
-                             "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+def _sweep(grid_file: Path, out: Path, patch: str = "") -> subprocess.Popen:
+    """`planner sweep GRID --out OUT` in a process of its own, with `patch` (Python source run first, over
+    `run` = planner.sweep.run) to slow it down or kill it at a chosen point."""
+    script = (f"import os, sys, time\nimport planner.sweep.run as run\n{patch}\nfrom planner.cli import main\n"
+              f"sys.exit(main(['sweep', {str(grid_file)!r}, '--out', {str(out)!r}, '--no-progress']))\n")
+    return subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def test_a_second_writer_of_the_same_out_stops_at_once_naming_the_first(tmp_path):
@@ -35,17 +38,12 @@ def test_a_second_writer_of_the_same_out_stops_at_once_naming_the_first(tmp_path
     out = tmp_path / "s.parquet"
     parts = tmp_path / "s.parquet.parts"
     # the first writer pauses 15 s after its first chunk: the second surely starts while it holds --out
-    script = ("import sys, time\n"
-              "import planner.sweep.run as run\n"
-              "write = run._write_part\n"
-              "def slow(parts, number, *args):\n"
-              "    write(parts, number, *args)\n"
-              "    if number == 0:\n"
-              "        time.sleep(15)\n"
-              "run._write_part = slow\n"
-              "from planner.cli import main\n"
-              f"sys.exit(main(['sweep', {str(grid_file)!r}, '--out', {str(out)!r}, '--no-progress']))\n")
-    first = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = _sweep(grid_file, out, "write = run._write_part\n"
+                                   "def slow(parts, number, *args):\n"
+                                   "    write(parts, number, *args)\n"
+                                   "    if number == 0:\n"
+                                   "        time.sleep(15)\n"
+                                   "run._write_part = slow\n")
     deadline = time.time() + 120
     while time.time() < deadline and not any(parts.glob("chunk-*.parquet")) and first.poll() is None:
         time.sleep(0.02)
@@ -96,15 +94,11 @@ def test_a_kill_during_the_final_clean_up_resumes_without_mixing(tmp_path):
     grid_file.write_text(json.dumps(GRID))
     out = tmp_path / "s.parquet"
     parts = tmp_path / "s.parquet.parts"
-    script = ("import os, shutil, sys\n"
-              "import planner.sweep.run as run\n"
-              "def killed(path, *args, **kwargs):\n"
-              "    os.unlink(os.path.join(path, 'manifest.json'))\n"
-              "    os.kill(os.getpid(), 9)\n"
-              "run.shutil.rmtree = killed\n"
-              "from planner.cli import main\n"
-              f"sys.exit(main(['sweep', {str(grid_file)!r}, '--out', {str(out)!r}, '--no-progress']))\n")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=300)
+    proc = _sweep(grid_file, out, "def killed(path, *args, **kwargs):\n"
+                                  "    os.unlink(os.path.join(path, 'manifest.json'))\n"
+                                  "    os.kill(os.getpid(), 9)\n"
+                                  "run.shutil.rmtree = killed\n")
+    proc.communicate(timeout=300)
     assert proc.returncode == -9
     chunks = sorted(parts.glob("chunk-*.parquet"))
     assert out.is_file() and len(chunks) == 12 and not (parts / "manifest.json").exists()
