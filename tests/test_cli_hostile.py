@@ -274,3 +274,53 @@ def test_calibration_logs_say_n_a_where_there_was_no_point_to_check():
     from planner.units import percent_or_na
 
     assert percent_or_na(float("nan")) == "n/a (no points)" and percent_or_na(0.1234) == "12.3%"
+
+
+def test_a_port_that_is_no_dask_scheduler_is_a_clear_error_within_seconds(tmp_path):
+    """Issue 45 item 2: a port that accepts and says nothing (a web server, a stray service) made Dask's
+    client wait for ever; the probe reads the scheduler's greeting and stops in seconds."""
+    import socket
+    import time
+
+    from planner.errors import ConfigError
+    from planner.sweep.grid import parse_grid
+    from planner.sweep.run import run_sweep
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+    grid = parse_grid({"axes": {"model": ["gpt2"], "device": ["h100-sxm"], "batch": [1]}})
+    start = time.perf_counter()
+    try:
+        with pytest.raises(ConfigError, match="is not a Dask scheduler"):
+            run_sweep(grid, tmp_path / "s.parquet", "dask", address=f"tcp://127.0.0.1:{port}")
+    finally:
+        server.close()
+    assert time.perf_counter() - start < 30
+
+
+def test_a_large_grid_reports_its_constraint_checks_and_finishes(monkeypatch):
+    """Issue 45 item 2: a grid whose constraints drop every point says how far it is, and ends."""
+    from planner.sweep import grid as grid_module
+
+    monkeypatch.setattr(grid_module, "CHECK_REPORT", 100)
+    grid = grid_module.parse_grid({"axes": {"model": ["gpt2"], "device": ["h100-sxm"], "batch": list(range(1, 501))},
+                                   "where": ["batch > 1000"]})
+    seen = []
+    assert list(grid.points(seen.append)) == [] and seen == [100, 200, 300, 400, 500]
+
+
+def test_a_read_only_folder_for_the_roofline_is_a_one_line_error(capsys, tmp_path):
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes into a read-only folder: this run cannot see the refusal")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        rc, out, err = _run(capsys, "predict", "gpt2", "--device", "h100-sxm", "--roofline", str(folder / "r.png"))
+    finally:
+        folder.chmod(0o755)
+    assert rc == 2 and "--roofline: cannot write" in err and err.count("\n") == 1 and not list(folder.iterdir())
